@@ -1,0 +1,1 @@
+"""srt-console's Textual UI. Imports ``console``; ``console`` never imports this."""
