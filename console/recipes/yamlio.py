@@ -1,0 +1,110 @@
+"""Read YAML while remembering the line of every key, so problems can name it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+
+try:  # libyaml is ~10x faster; PyYAML without it still works
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+Key = str | int
+KeyPath = tuple[Key, ...]
+
+MAX_RECIPE_BYTES = 4 * 1024 * 1024
+
+
+class YamlError(Exception):
+    """The file could not be read as one YAML mapping; `line` is 1-based when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+@dataclass
+class Marks:
+    """1-based line of each key path (the key's own line) in one document."""
+
+    lines: dict[KeyPath, int] = field(default_factory=dict)
+    duplicates: list[tuple[KeyPath, int]] = field(default_factory=list)
+
+    def line(self, path: KeyPath) -> int | None:
+        """The line of `path`, or of its nearest ancestor that has one."""
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), None)
+
+
+def decode(raw: bytes) -> str:
+    """Recipe bytes as text, refusing what is clearly not a YAML text file."""
+    if len(raw) > MAX_RECIPE_BYTES:
+        raise YamlError(f"file is {len(raw)} bytes; a recipe is at most {MAX_RECIPE_BYTES}")
+    if b"\x00" in raw[:8192]:
+        raise YamlError("binary file (contains NUL bytes), not a YAML recipe")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise YamlError(f"not UTF-8 text (byte {exc.start}): not a YAML recipe") from None
+
+
+def load(text: str) -> tuple[Any, Marks]:
+    """Parse one YAML document into plain Python data plus the line of every key."""
+    if not text.strip():
+        raise YamlError("empty file: a recipe is a YAML mapping", 1)
+    try:
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise YamlError(f"not valid YAML: {exc.problem or exc.context}", line) from None
+    except yaml.YAMLError as exc:
+        raise YamlError(f"not valid YAML: {exc}") from None
+    nodes = [n for n in nodes if n is not None]
+    if not nodes:
+        raise YamlError("empty document: a recipe is a YAML mapping", 1)
+    if len(nodes) > 1:
+        raise YamlError("several YAML documents in one file; a recipe is one mapping", nodes[1].start_mark.line + 1)
+    root = nodes[0]
+    try:
+        data = SafeConstructor().construct_document(root)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise YamlError(f"not valid YAML: {exc.problem}", mark.line + 1 if mark else None) from None
+    except (yaml.YAMLError, TypeError, ValueError) as exc:
+        raise YamlError(f"not valid YAML: {exc}") from None
+    marks = Marks()
+    marks.lines[()] = root.start_mark.line + 1
+    _walk(root, (), marks)
+    return data, marks
+
+
+def _walk(node: yaml.Node, path: KeyPath, marks: Marks) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else repr(key_node.value)
+            child = (*path, key)
+            if key in seen:
+                marks.duplicates.append((child, key_node.start_mark.line + 1))
+            seen.add(key)
+            marks.lines[child] = key_node.start_mark.line + 1
+            _walk(value_node, child, marks)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            child = (*path, index)
+            marks.lines[child] = item.start_mark.line + 1
+            _walk(item, child, marks)
+
+
+def dump(data: Any) -> str:
+    """YAML text for a resolved config, keys in the order given."""
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
