@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
+RecipeKind = Literal["plain", "sweep", "override", "invalid"]
 Mode = Literal["disagg", "agg"]
 RoleName = Literal["prefill", "decode", "agg"]
 
@@ -161,7 +162,7 @@ class Recipe:
     arms: tuple[Arm, ...]
     problems: tuple[Problem, ...]
     text: str = ""
-    kind: Literal["plain", "sweep", "override", "invalid"] = "plain"
+    kind: RecipeKind = "plain"
 
     @property
     def errors(self) -> tuple[Problem, ...]:

@@ -350,7 +350,35 @@ _PERCENTILES_LIST = re.compile(
 )
 _ERRORS_KEY = re.compile(r'[{,]\s*"errors"\s*:\s*(?=\[)')
 _LATENCY_KEY = re.compile(r"^(?P<stat>mean|median|std|p\d+(?:\.\d+)?)_(?P<m>ttft|tpot|itl|e2el)_ms$")
+# A file is finished when its last ``"key": scalar`` pair is followed by the closing brace. A
+# bare ``}`` is not enough: generated_texts may contain one where a growing file ends.
+_CLOSED_END = re.compile(
+    r'[{,]\s*"[^"\\]{1,80}"\s*:\s*'
+    rf'(?:{_NUMBER}|null|true|false|NaN|-?Infinity|"(?:[^"\\]|\\.){{0,{_MAX_STR * 4}}}")'
+    r"\s*\}\s*$"
+)
 _HEAD_REQUIRED = ("completed", "total_output_tokens", "output_throughput", "total_token_throughput")
+
+
+def _cut_short(text: str) -> bool:
+    """Whether a JSON text stops inside a string or an open object/array (a truncated file)."""
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return in_string or depth > 0
 
 
 def _scan_pairs(text: str, into: dict[str, Any]) -> None:
@@ -466,10 +494,7 @@ def _validity_reason(s: ResultScalars) -> str | None:
     if failed and sent:
         share = failed / sent
         if share > FAILED_REQUESTS_LIMIT:
-            return (
-                f"{failed} of {sent} requests failed ({share:.1%}, "
-                f"over the {FAILED_REQUESTS_LIMIT:.0%} limit)"
-            )
+            return f"{failed} of {sent} requests failed ({share:.1%}, over the {FAILED_REQUESTS_LIMIT:.0%} limit)"
     if s.num_prompts is not None and s.completed is not None and s.completed < s.num_prompts:
         return f"only {s.completed} of {s.num_prompts} requests completed"
     return None
@@ -503,30 +528,31 @@ def scan_result(head: bytes, tail: bytes, size: int, *, head_is_whole: bool) -> 
             return ScanResult("invalid", ResultScalars(), "no head bytes were provided")
         return ScanResult("incomplete", ResultScalars(), "only whitespace so far (still being written?)")
     if not stripped.startswith(b"{"):
-        return ScanResult(
-            "invalid", ResultScalars(), f"not a JSON object: starts with {_describe_start(stripped)}"
-        )
+        return ScanResult("invalid", ResultScalars(), f"not a JSON object: starts with {_describe_start(stripped)}")
     if b"\x00" in head or b"\x00" in tail:
         return ScanResult("invalid", ResultScalars(), "contains NUL bytes: binary or corrupted data")
 
-    end = (head if head_is_whole else tail).rstrip()
-    closed = end.endswith(b"}")
     head_text = head.decode("utf-8", errors="replace")
     tail_text = tail.decode("utf-8", errors="replace")
 
     fields: dict[str, Any] = {}
-    if head_is_whole and closed:
-        try:
-            loaded = json.loads(head_text)
-        except ValueError as exc:
-            msg = getattr(exc, "msg", str(exc))
-            pos = getattr(exc, "pos", None)
-            where = f" at byte {pos}" if pos is not None else ""
-            return ScanResult("invalid", ResultScalars(), f"malformed JSON: {msg}{where}")
-        if not isinstance(loaded, dict):
-            return ScanResult("invalid", ResultScalars(), "JSON top level is not an object")
-        fields = loaded
+    loaded: Any = None
+    if head_is_whole:
+        closed = not _cut_short(head_text)
+        if closed:
+            try:
+                loaded = json.loads(head_text)
+            except ValueError as exc:
+                msg = getattr(exc, "msg", str(exc))
+                pos = getattr(exc, "pos", None)
+                where = f" at byte {pos}" if pos is not None else ""
+                return ScanResult("invalid", ResultScalars(), f"malformed JSON: {msg}{where}")
+            if not isinstance(loaded, dict):
+                return ScanResult("invalid", ResultScalars(), "JSON top level is not an object")
+            fields = loaded
     else:
+        closed = _CLOSED_END.search(tail_text[-(_MAX_STR * 4 + 256) :]) is not None
+    if loaded is None:
         _scan_pairs(head_text, fields)
         _scan_pairs(tail_text, fields)
         errors = _scan_errors(head_text if head_is_whole else tail_text)
@@ -540,10 +566,13 @@ def scan_result(head: bytes, tail: bytes, size: int, *, head_is_whole: bool) -> 
         )
     missing = _missing_fields(scalars)
     if missing:
-        return ScanResult("invalid", scalars, "missing field(s): " + ", ".join(missing))
-    reason = _validity_reason(scalars)
-    if reason is not None:
+        reason = "missing field(s): " + ", ".join(missing)
+        if not head_is_whole and _HEAD_MARKER not in head:
+            reason += f' (the first {len(head)} bytes end before "input_lens")'
         return ScanResult("invalid", scalars, reason)
+    gate = _validity_reason(scalars)
+    if gate is not None:
+        return ScanResult("invalid", scalars, gate)
     return ScanResult("done", scalars)
 
 
@@ -669,9 +698,7 @@ def point_from_bytes(
     if gpus is None and parsed is not None:
         gpus = parsed.gpus
     scan = scan_result(head, tail, size, head_is_whole=head_is_whole)
-    return point_from_scan(
-        scan, concurrency=concurrency, gpus=gpus, file=file, bytes_read=len(head) + len(tail)
-    )
+    return point_from_scan(scan, concurrency=concurrency, gpus=gpus, file=file, bytes_read=len(head) + len(tail))
 
 
 def read_point(
@@ -821,7 +848,7 @@ def _load_small_json(data: bytes | str) -> tuple[Any, ScanStatus, str | None]:
         pos = getattr(exc, "pos", None)
         where = f" at byte {pos}" if pos is not None else ""
         # An opened but never closed document is a file cut short, not a different format.
-        if stripped[0] in "{[" and stripped[-1] not in "}]":
+        if stripped[0] in "{[" and _cut_short(stripped):
             return None, "incomplete", f"truncated JSON ({msg}{where})"
         return None, "invalid", f"malformed JSON: {msg}{where}"
 

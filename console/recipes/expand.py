@@ -175,7 +175,10 @@ def _zip_members(key: str, section: dict[str, Any], base_name: str) -> list[tupl
         detail = ", ".join(f"{'.'.join(map(str, p))}={n}" for p, n in lengths.items())
         if isinstance(names, list):
             detail += f", name={len(names)}"
-        raise ExpandError((key,), f"zip lists have different lengths ({detail})")
+        # Blame the first list whose length differs from the first list's.
+        first = next(iter(lengths.values()), len(names) if isinstance(names, list) else 0)
+        odd = next((p for p, n in lengths.items() if n != first), ())
+        raise ExpandError((key, *odd), f"zip lists have different lengths ({detail})")
     count = sizes.pop() if sizes else 1
     if count == 0:
         raise ExpandError((key,), "zip lists are empty")
@@ -187,7 +190,7 @@ def _zip_members(key: str, section: dict[str, Any], base_name: str) -> list[tupl
         elif isinstance(names, str):
             name = f"{names}_{i}"
         else:
-            name = f"{base_name}_{key[len('zip_override_'):]}_{i}"
+            name = f"{base_name}_{key[len('zip_override_') :]}_{i}"
         members.append((i, (name, patch)))
     return members
 
@@ -268,7 +271,7 @@ def parse_concurrencies(value: Any) -> list[int]:
             try:
                 parts = [int(p) for p in item.strip().split("x")]
             except ValueError:
-                raise ValueError(f"{item!r} is not a concurrency list such as \"4x8x16\"") from None
+                raise ValueError(f'{item!r} is not a concurrency list such as "4x8x16"') from None
         else:
             raise ValueError(f"{item!r} is not a concurrency")
         for p in parts:

@@ -7,12 +7,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from console.model import Arm, Pin, Problem, Recipe
+from console.model import Arm, Pin, Problem, Recipe, RecipeKind
 from console.recipes import expand as expansion
 from console.recipes import pins as pinning
 from console.recipes import schema
 from console.recipes.spec import Checker, dotted
-from console.recipes.topology import backend_type, combination_rules, frontend_type, grid, schema_version, topology
+from console.recipes.topology import (
+    backend_type,
+    combination_rules,
+    frontend_type,
+    grid,
+    schema_version,
+    topology,
+)
 from console.recipes.yamlio import Marks, YamlError, decode, load
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -75,7 +82,7 @@ def load_recipe(path: str | os.PathLike[str], selector: str | None = None, text:
             problems.append(Problem(shown, line, label, message, severity))  # type: ignore[arg-type]
         if arm is not None:
             arms.append(arm)
-    kind = "override" if expansion.is_override_file(data) else ("sweep" if "sweep" in data else "plain")
+    kind: RecipeKind = "override" if expansion.is_override_file(data) else ("sweep" if "sweep" in data else "plain")
     return Recipe(shown, tuple(arms), tuple(problems), text, kind)
 
 
@@ -98,9 +105,7 @@ def _arm(
     points, isl, osl = grid(config, out)
     if errors_before and not topo.roles:
         return None, out.found
-    model = config.get("model") if isinstance(config.get("model"), dict) else {}
-    resources = config.get("resources") if isinstance(config.get("resources"), dict) else {}
-    bench = config.get("benchmark") if isinstance(config.get("benchmark"), dict) else {}
+    model, resources, bench = (_mapping(config.get(k)) for k in ("model", "resources", "benchmark"))
     arm = Arm(
         name=variant.name or Path(path).stem,
         recipe_path=path,
@@ -134,6 +139,10 @@ def _unique_pins(pins: list[Pin]) -> list[Pin]:
             seen.add(pin.value)
             out.append(pin)
     return out
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _str(value: Any) -> str | None:

@@ -40,7 +40,7 @@ MODES_DICT = Fields({"prefill": FLAGS, "decode": FLAGS, "aggregated": FLAGS})
 
 CONCURRENCIES = Either(
     (Int(minimum=1), Str(), ListOf(Either((Int(minimum=1), Str()), "an integer or a string"))),
-    "a list of integers, or a string such as \"4x8x16\"",
+    'a list of integers, or a string such as "4x8x16"',
 )
 
 MODEL = Fields(
@@ -58,7 +58,12 @@ DYNAMO = Fields(
 )  # fmt: skip
 PHASE = Fields({"start_step": Int(), "stop_step": Int()})
 PROFILING = Fields(
-    {"type": Str("none", "nsys", "nsys-time", "torch"), "prefill": PHASE, "decode": PHASE, "aggregated": PHASE}
+    {
+        "type": Str("none", "nsys", "nsys-time", "torch"),
+        "prefill": PHASE,
+        "decode": PHASE,
+        "aggregated": PHASE,
+    }
 )
 OUTPUT = Fields({"log_dir": Str()})
 PLACEMENT = Fields({"node": Str()})
@@ -169,7 +174,10 @@ RESOURCES_V2 = Fields(
     }
 )  # fmt: skip
 ENGINE = Either(
-    (Str(*ENGINES_V2), Fields({"type": Str(*ENGINES_V2), "mooncake_protocol": Str("rdma", "tcp")}, extra=None)),
+    (
+        Str(*ENGINES_V2),
+        Fields({"type": Str(*ENGINES_V2), "mooncake_protocol": Str("rdma", "tcp")}, extra=None),
+    ),
     "an engine type or a mapping with `type`",
 )
 

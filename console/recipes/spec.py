@@ -59,7 +59,7 @@ class Checker:
 class Spec:
     """Checks one value; `expects` names the type for messages."""
 
-    expects = "value"
+    expects: str = "value"
 
     def check(self, value: Any, path: KeyPath, out: Checker) -> None:
         raise NotImplementedError
@@ -75,7 +75,7 @@ class Scalar(Spec):
     """A string, integer, number or boolean, optionally restricted to choices."""
 
     kinds: tuple[type, ...]
-    expects: str = "value"  # type: ignore[misc]
+    expects: str = "value"
     choices: tuple[Any, ...] = ()
     minimum: float | None = None
     nullable: bool = True
@@ -99,30 +99,30 @@ class Scalar(Spec):
             out.error(path, f"must be at least {self.minimum:g}, got {value}")
 
 
-def Str(*choices: str) -> Scalar:  # noqa: N802 - reads like a type in spec tables
+def Str(*choices: str) -> Scalar:
     return Scalar((str,), "a string", choices)
 
 
-def Int(minimum: int | None = 0) -> Scalar:  # noqa: N802
+def Int(minimum: int | None = 0) -> Scalar:
     return Scalar((int,), "an integer", minimum=minimum)
 
 
-def Num(minimum: float | None = None) -> Scalar:  # noqa: N802
+def Num(minimum: float | None = None) -> Scalar:
     return Scalar((int, float), "a number", minimum=minimum)
 
 
-def Bool() -> Scalar:  # noqa: N802
+def Bool() -> Scalar:
     return Scalar((bool,), "true or false")
 
 
-def StrOrNum() -> Scalar:  # noqa: N802
+def StrOrNum() -> Scalar:
     return Scalar((str, int, float), "a string or a number")
 
 
 @dataclass
 class ListOf(Spec):
     item: Spec
-    expects: str = "a list"  # type: ignore[misc]
+    expects: str = "a list"
 
     def check(self, value: Any, path: KeyPath, out: Checker) -> None:
         if value is None:
@@ -139,7 +139,7 @@ class MapOf(Spec):
     """A free-form mapping (env, CLI flags, mounts) whose values follow `values`."""
 
     values: Spec = field(default_factory=AnyValue)
-    expects: str = "a mapping"  # type: ignore[misc]
+    expects: str = "a mapping"
 
     def check(self, value: Any, path: KeyPath, out: Checker) -> None:
         if value is None:
@@ -157,7 +157,7 @@ class Fields(Spec):
 
     fields: Mapping[str, Spec]
     required: tuple[str, ...] = ()
-    expects: str = "a mapping"  # type: ignore[misc]
+    expects: str = "a mapping"
     extra: Callable[[dict[str, Any], KeyPath, Checker], None] | None = None
 
     def check(self, value: Any, path: KeyPath, out: Checker) -> None:
@@ -186,7 +186,7 @@ class Either(Spec):
     """The first alternative whose type fits is used for the detailed check."""
 
     options: tuple[Spec, ...]
-    expects: str = "value"  # type: ignore[misc]
+    expects: str = "value"
 
     def check(self, value: Any, path: KeyPath, out: Checker) -> None:
         for option in self.options:

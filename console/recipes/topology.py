@@ -72,7 +72,10 @@ def _roles_v1(res: dict[str, Any], gpn: int, out: Checker) -> list[Role]:
     if disagg and agg:
         out.error(("resources", "agg_nodes"), "cannot mix aggregated (agg_*) with prefill/decode resources")
     if not disagg and not agg:
-        out.error(("resources",), "no workers: set prefill_nodes/decode_nodes (disaggregated) or agg_nodes/agg_workers")
+        out.error(
+            ("resources",),
+            "no workers: set prefill_nodes/decode_nodes (disaggregated) or agg_nodes/agg_workers",
+        )
         return []
     if not disagg:
         nodes = _int(res.get("agg_nodes"), 1) or 1
@@ -116,7 +119,8 @@ def _roles_v2(config: dict[str, Any], gpn: int, out: Checker) -> list[Role]:
         out.error(("roles", "agg"), "cannot mix an agg role with prefill/decode roles")
     roles: list[Role] = []
     prefill_gpus: int | None = None
-    for name in ("prefill", "decode", "agg"):
+    names: tuple[RoleName, ...] = ("prefill", "decode", "agg")
+    for name in names:
         if name not in roles_cfg:
             continue
         spec = _map(roles_cfg.get(name))
@@ -135,8 +139,7 @@ def _roles_v2(config: dict[str, Any], gpn: int, out: Checker) -> list[Role]:
             gpus = max((nodes * gpn) // workers, 1) if nodes else gpn
         if name == "prefill":
             prefill_gpus = gpus
-        role_name: RoleName = name  # type: ignore[assignment]
-        roles.append(Role(role_name, workers, nodes, gpus, colocated=colocated))
+        roles.append(Role(name, workers, nodes, gpus, colocated=colocated))
     if not roles:
         out.error(("roles",), "no roles: define prefill and decode, or agg")
     return roles
@@ -171,8 +174,8 @@ def _parallelism(config: dict[str, Any]) -> tuple[dict[str, int], dict[str, bool
     else:
         backend = _map(config.get("backend"))
         block = _map(backend.get(f"{backend_type(config)}_config"))
-        for role, key in _MODE_KEYS.items():
-            per_role[role] = _map(block.get(key))
+        for mode, key in _MODE_KEYS.items():
+            per_role[mode] = _map(block.get(key))
     for role, args in per_role.items():
         for key in _TP_KEYS:
             value = _int(args.get(key))
@@ -242,7 +245,9 @@ def combination_rules(config: dict[str, Any], topo: Topology, out: Checker) -> N
             out.error(be_path, f"backend atom needs frontend atomesh (got {frontend})")
         for role in topo.roles:
             if role.gpus_per_worker > topo.gpus_per_node:
-                out.error(_role_path(config, role.name),
-                          f"an ATOM endpoint must fit on one node: {role.gpus_per_worker} GPUs > {topo.gpus_per_node}")  # fmt: skip
+                out.error(
+                    _role_path(config, role.name),
+                    f"an ATOM endpoint must fit on one node: {role.gpus_per_worker} GPUs > {topo.gpus_per_node}",
+                )
     if frontend == "vllm" and topo.mode != "agg":
         out.error(fe_path, "frontend vllm is aggregated only")
