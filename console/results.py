@@ -535,29 +535,32 @@ def scan_result(head: bytes, tail: bytes, size: int, *, head_is_whole: bool) -> 
     head_text = head.decode("utf-8", errors="replace")
     tail_text = tail.decode("utf-8", errors="replace")
 
+    # A whole small file is parsed exactly when it is balanced; everything else is scanned.
     fields: dict[str, Any] = {}
-    loaded: Any = None
-    if head_is_whole:
-        closed = not _cut_short(head_text)
-        if closed:
-            try:
-                loaded = json.loads(head_text)
-            except ValueError as exc:
-                msg = getattr(exc, "msg", str(exc))
-                pos = getattr(exc, "pos", None)
-                where = f" at byte {pos}" if pos is not None else ""
-                return ScanResult("invalid", ResultScalars(), f"malformed JSON: {msg}{where}")
-            if not isinstance(loaded, dict):
-                return ScanResult("invalid", ResultScalars(), "JSON top level is not an object")
-            fields = loaded
+    closed = head_is_whole and not _cut_short(head_text)
+    if closed:
+        try:
+            loaded = json.loads(head_text)
+        except ValueError as exc:
+            msg = getattr(exc, "msg", str(exc))
+            pos = getattr(exc, "pos", None)
+            where = f" at byte {pos}" if pos is not None else ""
+            return ScanResult("invalid", ResultScalars(), f"malformed JSON: {msg}{where}")
+        if not isinstance(loaded, dict):
+            return ScanResult("invalid", ResultScalars(), "JSON top level is not an object")
+        fields = loaded
     else:
-        closed = _CLOSED_END.search(tail_text[-(_MAX_STR * 4 + 256) :]) is not None
-    if loaded is None:
         _scan_pairs(head_text, fields)
         _scan_pairs(tail_text, fields)
         errors = _scan_errors(head_text if head_is_whole else tail_text)
         if errors is not None:
             fields["errors"] = errors
+    if not head_is_whole:
+        # Once the latency block (written after every string) is in the tail, a final "}" can
+        # only be the real end, whatever value precedes it.
+        closed = _CLOSED_END.search(tail_text[-(_MAX_STR * 4 + 256) :]) is not None or (
+            tail_text.rstrip().endswith("}") and any(_LATENCY_KEY.match(k) for k in fields)
+        )
 
     scalars = _scalars_from(fields)
     if not closed:
