@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from console.model import Arm, Topology
+from dataclasses import dataclass
+
+from console.model import Arm, Role, RoleName, Topology
 
 _LETTER = {"prefill": "P", "decode": "D", "agg": "A"}
 
@@ -30,3 +32,56 @@ def seq_label(arm: Arm) -> str:
     if arm.isl is None and arm.osl is None:
         return "-"
     return f"{arm.isl or '?'}/{arm.osl or '?'}"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One GPU of one node: which role and worker use it (None: idle)."""
+
+    role: RoleName | None
+    worker: int | None
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One node of an arm's allocation, GPU by GPU, for drawing the topology."""
+
+    index: int
+    slots: tuple[Slot, ...]
+
+    @property
+    def roles(self) -> tuple[RoleName, ...]:
+        return tuple(dict.fromkeys(s.role for s in self.slots if s.role))
+
+
+def placement(topo: Topology) -> list[NodeRow]:
+    """Workers laid out across nodes and GPUs the way srtctl packs them: each role fills
+    its own nodes in order; a colocated decode role fills the GPUs its prefill left."""
+    gpn = topo.gpus_per_node
+    rows: list[list[Slot]] = []
+    starts: dict[str, int] = {}
+    for role in topo.roles:
+        if role.colocated:
+            continue
+        starts[role.name] = len(rows)
+        rows.extend([Slot(None, None)] * gpn for _ in range(role.nodes))
+        _fill(rows, starts[role.name], role.nodes, role, gpn)
+    for role in topo.roles:
+        if role.colocated:
+            host = starts.get("prefill", 0)
+            host_nodes = next((r.nodes for r in topo.roles if r.name == "prefill"), 0)
+            _fill(rows, host, max(host_nodes, 1), role, gpn)
+    return [NodeRow(i, tuple(slots)) for i, slots in enumerate(rows)]
+
+
+def _fill(rows: list[list[Slot]], first: int, count: int, role: Role, gpn: int) -> None:
+    # Free GPUs of the role's nodes, in order; workers take consecutive GPUs.
+    free = [(n, g) for n in range(first, first + count) if n < len(rows) for g in range(gpn) if rows[n][g].role is None]
+    cursor = 0
+    for worker in range(role.workers):
+        for _ in range(role.gpus_per_worker):
+            if cursor >= len(free):
+                return  # over-subscribed; validation reports it
+            n, g = free[cursor]
+            rows[n][g] = Slot(role.name, worker)
+            cursor += 1

@@ -1,0 +1,1 @@
+"""Widgets of srt-console's UI."""
