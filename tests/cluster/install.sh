@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Install the Debian packages the local test cluster needs (Slurm, munge,
+# MariaDB + slurmdbd, OpenSSH). Fast no-op when everything is already present.
+# Must run as root on a Debian/Ubuntu machine with apt-get.
+set -euo pipefail
+
+PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server
+          openssh-server openssh-client procps iproute2)
+# One binary per package group; if all are present, apt-get is skipped.
+BINARIES=(/usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/bin/sacct
+          /usr/sbin/slurmdbd /usr/sbin/munged /usr/bin/munge /usr/sbin/mungekey
+          /usr/sbin/mariadbd /usr/bin/mariadb-install-db /usr/bin/mariadb
+          /usr/sbin/sshd /usr/bin/ssh /usr/bin/ssh-keygen /usr/bin/pgrep
+          /usr/bin/ss)
+
+log() { printf 'install.sh: %s\n' "$*"; }
+die() { printf 'install.sh: error: %s\n' "$*" >&2; exit 1; }
+
+start=$(date +%s.%N)
+
+if [[ $(id -u) -ne 0 ]]; then
+    die "must run as root (apt-get install); current uid is $(id -u)"
+fi
+
+missing=()
+for b in "${BINARIES[@]}"; do
+    [[ -x $b ]] || missing+=("$b")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+    log "all packages already installed ($(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.2f", e-s}') s)"
+    exit 0
+fi
+
+command -v apt-get >/dev/null 2>&1 || die "apt-get not found; this script supports Debian/Ubuntu only"
+log "missing: ${missing[*]}"
+
+# Keep maintainer scripts from starting daemons (there is no init system to
+# manage them, and up.sh starts everything itself).
+POLICY=/usr/sbin/policy-rc.d
+created_policy=0
+cleanup() {
+    if [[ $created_policy -eq 1 ]]; then
+        rm -f "$POLICY"
+    fi
+}
+trap cleanup EXIT
+if [[ ! -e $POLICY ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$POLICY"
+    chmod 0755 "$POLICY"
+    created_policy=1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+log "apt-get update"
+apt-get update -q
+log "apt-get install ${PACKAGES[*]}"
+apt-get install -y -q --no-install-recommends \
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+    "${PACKAGES[@]}"
+
+still=()
+for b in "${BINARIES[@]}"; do
+    [[ -x $b ]] || still+=("$b")
+done
+if [[ ${#still[@]} -ne 0 ]]; then
+    die "still missing after install: ${still[*]}"
+fi
+log "done in $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.2f", e-s}') s"
