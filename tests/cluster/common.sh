@@ -1,5 +1,6 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034
 # Shared settings and helpers for up.sh and down.sh. Sourced, not executed.
+# (SC2034: the settings are used by the scripts that source this file.)
 
 BASE=${SRT_CLUSTER_BASE:-/var/lib/srt-console-cluster}
 NODES=${SRT_CLUSTER_NODES:-5}
@@ -42,10 +43,12 @@ elapsed() { awk -v s="$_t0" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s 
 check_settings() {
     [[ $BASE == /* && $BASE != / && $BASE != *[[:space:]]* ]] \
         || die "SRT_CLUSTER_BASE must be an absolute path without spaces (got '$BASE')"
-    [[ $NODES =~ ^[0-9]+$ ]] && ((NODES >= 1 && NODES <= 9)) \
-        || die "SRT_CLUSTER_NODES must be 1..9 (ports $SLURMD_PORT0..6829), got '$NODES'"
-    [[ $CPUS =~ ^[0-9]+$ ]] && ((CPUS >= 1 && CPUS <= 256)) \
-        || die "SRT_CLUSTER_CPUS must be 1..256, got '$CPUS'"
+    if ! [[ $NODES =~ ^[1-9]$ ]]; then
+        die "SRT_CLUSTER_NODES must be 1..9 (ports $SLURMD_PORT0..6829), got '$NODES'"
+    fi
+    if ! [[ $CPUS =~ ^[1-9][0-9]{0,2}$ ]] || ((CPUS > 256)); then
+        die "SRT_CLUSTER_CPUS must be 1..256, got '$CPUS'"
+    fi
 }
 
 require_root() {

@@ -6,8 +6,8 @@
 # left running. Idempotent: exits 0 when nothing is up.
 set -euo pipefail
 
-PROG=down.sh
-# shellcheck source=tests/cluster/common.sh
+PROG=down.sh # used by log()/die() in common.sh
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 require_root "it stops the daemons up.sh started"

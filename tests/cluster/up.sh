@@ -9,7 +9,7 @@
 set -euo pipefail
 
 PROG=up.sh
-# shellcheck source=tests/cluster/common.sh
+# shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 on_error() {
@@ -20,11 +20,20 @@ trap 'on_error "$LINENO" "$?" "$BASH_COMMAND"' ERR
 
 require_root "it starts Slurm, MariaDB and sshd daemons"
 check_settings
-for b in slurmctld slurmd slurmdbd munged mariadbd mariadb-install-db sshd ssh ssh-keygen sinfo sacctmgr ss; do
-    command -v "$b" >/dev/null 2>&1 || [[ -x /usr/sbin/$b ]] \
-        || die "$b not found; run tests/cluster/install.sh first"
-done
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+for b in slurmctld slurmd slurmdbd munged mariadbd mariadb-install-db sshd ssh ssh-keygen sinfo sacctmgr ss flock; do
+    command -v "$b" >/dev/null 2>&1 || die "$b not found; run tests/cluster/install.sh first"
+done
+
+# sshd (StrictModes) refuses authorized_keys below a group/world-writable
+# directory such as /tmp.
+parent=$BASE
+while [[ $parent != / ]]; do
+    parent=$(dirname "$parent")
+    if [[ -d $parent && -n $(find "$parent" -maxdepth 0 -perm /022) ]]; then
+        die "$parent is group/world-writable; sshd would refuse keys under SRT_CLUSTER_BASE=$BASE (use e.g. /var/lib/...)"
+    fi
+done
 
 take_lock
 
@@ -56,16 +65,27 @@ tail_log() {
     done
 }
 
-# wait_for DESC SECONDS "LOG FILES" CMD...: poll CMD every 50 ms until it
-# succeeds; on timeout print the log tails and exit non-zero.
+# wait_for DESC SECONDS "LOG FILES" "DAEMONS" CMD...: poll CMD every 50 ms
+# until it succeeds. Fails at once if one of DAEMONS has written its PID file
+# and is gone again (daemons exit 0 right after forking even when they die),
+# and after SECONDS; either way the log tails are printed.
 wait_for() {
-    local desc=$1 secs=$2 logs=$3
-    shift 3
-    local deadline
+    local desc=$1 secs=$2 logs=$3 daemons=$4
+    shift 4
+    local deadline d why
     deadline=$(awk -v s="$(date +%s.%N)" -v d="$secs" 'BEGIN { printf "%.3f", s + d }')
     until "$@" >/dev/null 2>&1; do
-        if awk -v n="$(date +%s.%N)" -v d="$deadline" 'BEGIN { exit !(n > d) }'; then
-            printf '%s: error: timed out after %ss waiting for %s\n' "$PROG" "$secs" "$desc" >&2
+        why=""
+        for d in $daemons; do
+            if [[ -s $(pidfile_for "$d") ]] && ! pid_of "$d" >/dev/null; then
+                why="$d exited"
+            fi
+        done
+        if [[ -z $why ]] && awk -v n="$(date +%s.%N)" -v d="$deadline" 'BEGIN { exit !(n > d) }'; then
+            why="timed out after ${secs}s"
+        fi
+        if [[ -n $why ]]; then
+            printf '%s: error: %s while waiting for %s\n' "$PROG" "$why" "$desc" >&2
             # shellcheck disable=SC2086
             tail_log $logs
             exit 1
@@ -146,7 +166,7 @@ fi
 
 # --- fresh directories ------------------------------------------------------
 
-rm -rf "$RUN" "$LOGDIR" "$SSHDIR" "$MYSQL_DATA" "$MYSQL_RUN" "$BASE/state" "$BASE/spool" "$BASE/etc"
+rm -rf "$RUN" "$LOGDIR" "$SSHDIR" "$MYSQL_DATA" "$MYSQL_RUN" "${BASE:?}/state" "${BASE:?}/spool"
 rm -f "$ENV_FILE"
 install -d -m 0755 "$BASE" "$RUN" "$LOGDIR" "$SSHDIR" "$SSHDIR/authorized_keys" "$BASE/state" "$BASE/spool" \
     "$BASE/home"
@@ -169,7 +189,7 @@ else
     chmod 0600 /etc/munge/munge.key
     install -d -o munge -g munge -m 0700 /var/log/munge /var/lib/munge
     spawn runuser -u munge -- /usr/sbin/munged --force
-    wait_for "munged" 10 /var/log/munge/munged.log sh -c 'munge -n | unmunge'
+    wait_for "munged" 10 /var/log/munge/munged.log "" sh -c 'munge -n | unmunge'
     cp /run/munge/munged.pid "$RUN/munged.pid"
     pid_of munged >/dev/null || die "munged started but $RUN/munged.pid does not name it"
 fi
@@ -256,7 +276,7 @@ if ! wait "$db_init_pid"; then
     die "mariadb-install-db or starting mariadbd failed"
 fi
 mysql_ready() { mariadb-admin --no-defaults --socket="$MYSQL_SOCK" -u root ping; }
-wait_for "mariadbd" 30 "$LOGDIR/mariadb/mariadbd.log" mysql_ready
+wait_for "mariadbd" 30 "$LOGDIR/mariadb/mariadbd.log" mariadbd mysql_ready
 pid_of mariadbd >/dev/null || die "mariadbd answers but $(pidfile_for mariadbd) does not name it"
 db_pass=$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')
 mariadb --no-defaults --socket="$MYSQL_SOCK" -u root <<EOF
@@ -348,7 +368,7 @@ chmod 0644 "$SLURM_CONF.tmp"
 mv -f "$SLURM_CONF.tmp" "$SLURM_CONF"
 
 spawn /usr/sbin/slurmdbd >"$LOGDIR/slurmdbd.stderr" 2>&1
-wait_for "slurmdbd (sacctmgr show cluster)" 30 "$LOGDIR/slurmdbd.log $LOGDIR/slurmdbd.stderr" \
+wait_for "slurmdbd (sacctmgr show cluster)" 30 "$LOGDIR/slurmdbd.log $LOGDIR/slurmdbd.stderr" slurmdbd \
     timeout 10 sacctmgr -n show cluster
 sacctmgr -i add cluster "$CLUSTER_NAME" >/dev/null
 step "slurmdbd ready, cluster '$CLUSTER_NAME' registered"
@@ -356,14 +376,15 @@ step "slurmdbd ready, cluster '$CLUSTER_NAME' registered"
 # --- slurmctld + slurmd -----------------------------------------------------------
 
 spawn /usr/sbin/slurmctld -c >"$LOGDIR/slurmctld.stderr" 2>&1
-wait_for "slurmctld (scontrol ping)" 30 "$LOGDIR/slurmctld.log $LOGDIR/slurmctld.stderr" slurm_up
+wait_for "slurmctld (scontrol ping)" 30 "$LOGDIR/slurmctld.log $LOGDIR/slurmctld.stderr" slurmctld slurm_up
 step "slurmctld UP"
 for n in $(node_names); do
     install -d -m 0755 "$BASE/spool/slurmd-$n"
     spawn /usr/sbin/slurmd -N "$n" >"$LOGDIR/slurmd-$n.stderr" 2>&1
 done
 node_logs=$(for n in $(node_names); do printf '%s ' "$LOGDIR/slurmd-$n.log" "$LOGDIR/slurmd-$n.stderr"; done)
-wait_for "$NODES nodes idle (sinfo)" 30 "$LOGDIR/slurmctld.log $node_logs" nodes_idle
+wait_for "$NODES nodes idle (sinfo)" 30 "$LOGDIR/slurmctld.log $node_logs" \
+    "slurmctld $(node_names | sed 's/^/slurmd-/' | tr '\n' ' ')" nodes_idle
 for n in $(node_names); do
     pid_of "slurmd-$n" >/dev/null || die "slurmd for $n is not running (see $LOGDIR/slurmd-$n.log)"
 done
