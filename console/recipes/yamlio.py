@@ -17,6 +17,8 @@ Key = str | int
 KeyPath = tuple[Key, ...]
 
 MAX_RECIPE_BYTES = 4 * 1024 * 1024
+# Aliases can make a small file expand exponentially ("billion laughs"); no recipe comes close.
+MAX_NODES = 200_000
 
 
 class YamlError(Exception):
@@ -34,6 +36,12 @@ class Marks:
 
     lines: dict[KeyPath, int] = field(default_factory=dict)
     duplicates: list[tuple[KeyPath, int]] = field(default_factory=list)
+    visited: int = 0
+
+    def visit(self) -> None:
+        self.visited += 1
+        if self.visited > MAX_NODES:
+            raise YamlError(f"expands to more than {MAX_NODES} values (aliases nested too deep)")
 
     def line(self, path: KeyPath) -> int | None:
         """The line of `path`, or of its nearest ancestor that has one."""
@@ -74,20 +82,75 @@ def load(text: str) -> tuple[Any, Marks]:
     if len(nodes) > 1:
         raise YamlError("several YAML documents in one file; a recipe is one mapping", nodes[1].start_mark.line + 1)
     root = nodes[0]
+    marks = Marks()
+    marks.lines[()] = root.start_mark.line + 1
+    constructor = SafeConstructor()
     try:
-        data = SafeConstructor().construct_document(root)
+        try:
+            data = _build(root, (), marks, constructor)
+        except _Unusual:
+            # Merge keys, sets, timestamps...: PyYAML's own constructor handles every case.
+            marks = Marks(lines={(): root.start_mark.line + 1})
+            data = SafeConstructor().construct_document(root)
+            _walk(root, (), marks)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise YamlError(f"not valid YAML: {exc.problem}", mark.line + 1 if mark else None) from None
-    except (yaml.YAMLError, TypeError, ValueError) as exc:
+    except (yaml.YAMLError, TypeError, ValueError, RecursionError) as exc:
         raise YamlError(f"not valid YAML: {exc}") from None
-    marks = Marks()
-    marks.lines[()] = root.start_mark.line + 1
-    _walk(root, (), marks)
     return data, marks
 
 
+class _Unusual(Exception):
+    """A node the fast builder leaves to PyYAML's constructor."""
+
+
+_TAG = "tag:yaml.org,2002:"
+_SCALARS = {
+    f"{_TAG}str": SafeConstructor.construct_yaml_str,
+    f"{_TAG}int": SafeConstructor.construct_yaml_int,
+    f"{_TAG}float": SafeConstructor.construct_yaml_float,
+    f"{_TAG}bool": SafeConstructor.construct_yaml_bool,
+    f"{_TAG}null": SafeConstructor.construct_yaml_null,
+}
+
+
+def _build(node: yaml.Node, path: KeyPath, marks: Marks, constructor: SafeConstructor) -> Any:
+    """Data and key lines in one pass; the composer already resolved every tag.
+
+    Aliases are rebuilt per use (recipes are small trees), so the result is a tree.
+    """
+    marks.visit()
+    if isinstance(node, yaml.ScalarNode):
+        build = _SCALARS.get(node.tag)
+        if build is None:
+            raise _Unusual(node.tag)
+        return build(constructor, node)
+    if isinstance(node, yaml.SequenceNode):
+        if node.tag != f"{_TAG}seq":
+            raise _Unusual(node.tag)
+        items = []
+        for index, item in enumerate(node.value):
+            marks.lines[(*path, index)] = item.start_mark.line + 1
+            items.append(_build(item, (*path, index), marks, constructor))
+        return items
+    if isinstance(node, yaml.MappingNode) and node.tag == f"{_TAG}map":
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == f"{_TAG}merge":
+                raise _Unusual("complex or merge key")
+            key = _build(key_node, path, marks, constructor)
+            child = (*path, key_node.value)
+            if key in mapping:
+                marks.duplicates.append((child, key_node.start_mark.line + 1))
+            marks.lines[child] = key_node.start_mark.line + 1
+            mapping[key] = _build(value_node, child, marks, constructor)
+        return mapping
+    raise _Unusual(node.tag)
+
+
 def _walk(node: yaml.Node, path: KeyPath, marks: Marks) -> None:
+    marks.visit()
     if isinstance(node, yaml.MappingNode):
         seen: set[Any] = set()
         for key_node, value_node in node.value:

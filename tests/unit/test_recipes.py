@@ -380,3 +380,12 @@ def test_mutated_recipes_never_raise() -> None:
         recipe = load_recipe("mutated.yaml", text=text)
         for problem in recipe.problems:
             assert problem.path == "mutated.yaml" and problem.message
+
+
+def test_alias_bomb_is_refused(tmp_path: Path) -> None:
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    (error,) = load_recipe(path).errors
+    assert "aliases nested too deep" in error.message
