@@ -1,0 +1,98 @@
+"""What the console needs of a batch scheduler, whether Slurm over a transport or the local one.
+
+Job states are normalised to Slurm's words so the rest of the console never cares which
+scheduler ran a job. A lost connection is never a job state: it is a transport problem.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+JOB_ID = re.compile(r"^[0-9]{1,12}(?:_[0-9]{1,8})?$")
+
+
+def valid_job_id(job_id: str) -> str:
+    """The job id, or ValueError: ids reach remote command lines, so they are checked."""
+    if not JOB_ID.match(job_id):
+        raise ValueError(f"not a Slurm job id: {job_id!r}")
+    return job_id
+
+
+class JobState(str, Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    COMPLETING = "COMPLETING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMEOUT = "TIMEOUT"
+    NODE_FAIL = "NODE_FAIL"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
+    PREEMPTED = "PREEMPTED"
+    BOOT_FAIL = "BOOT_FAIL"
+    DEADLINE = "DEADLINE"
+    SUSPENDED = "SUSPENDED"
+    UNKNOWN = "UNKNOWN"  # the scheduler no longer knows the job and has no record of it
+
+    @property
+    def finished(self) -> bool:
+        return self not in _LIVE
+
+    @property
+    def succeeded(self) -> bool:
+        return self is JobState.COMPLETED
+
+
+_LIVE = {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING, JobState.SUSPENDED}
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One job as the scheduler reports it."""
+
+    job_id: str
+    state: JobState
+    reason: str | None = None  # pending reason, or `by <uid>` for a cancel
+    exit_code: str | None = None  # Slurm's "code:signal"
+    derived_exit_code: str | None = None
+    elapsed: str | None = None
+    nodelist: str | None = None
+    raw_state: str | None = None  # exactly what the scheduler said, e.g. "CANCELLED by 1001"
+    source: str = "squeue"  # squeue | sacct | scontrol | local
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a launcher asks a scheduler to run."""
+
+    script: str  # path of the batch script on the scheduler's machine
+    job_name: str
+    output: str | None = None  # stdout+stderr path (%j expands to the job id)
+    workdir: str | None = None
+    nodes: int | None = None
+    partition: str | None = None
+    account: str | None = None
+    time_limit: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class Scheduler(Protocol):
+    """Slurm (console.slurm) or the local scheduler (console.demo.localsched)."""
+
+    name: str
+
+    async def submit(self, submission: Submission) -> str:
+        """Submit and return the job id; raise SchedulerError with the scheduler's words."""
+
+    async def poll(self, job_ids: list[str]) -> dict[str, JobStatus]:
+        """The state of every given job in as few scheduler calls as possible (one for live jobs)."""
+
+    async def cancel(self, job_ids: list[str]) -> None:
+        """Ask the scheduler to cancel; the state change shows up in a later poll."""
+
+
+class SchedulerError(Exception):
+    """The scheduler refused or failed (not a transport problem)."""
