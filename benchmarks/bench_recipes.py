@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from console.recipes import load_targets  # noqa: E402
+from console.recipes import load_targets
 
 PLAIN = """\
 # generated recipe {i}

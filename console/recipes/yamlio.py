@@ -131,8 +131,9 @@ def _build(node: yaml.Node, path: KeyPath, marks: Marks, constructor: SafeConstr
             raise _Unusual(node.tag)
         items = []
         for index, item in enumerate(node.value):
-            marks.lines[(*path, index)] = item.start_mark.line + 1
-            items.append(_build(item, (*path, index), marks, constructor))
+            child = (*path, index)
+            marks.lines[child] = item.start_mark.line + 1
+            items.append(_build(item, child, marks, constructor))
         return items
     if isinstance(node, yaml.MappingNode) and node.tag == f"{_TAG}map":
         mapping: dict[Any, Any] = {}
