@@ -1,0 +1,54 @@
+"""The SQLite store: what is recorded survives a restart, and bad files give clear errors."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from console.scheduler import JobState, JobStatus
+from console.store import SUBMIT_FAILED, SUBMITTING, Store, StoreError
+
+
+def test_records_a_sweep_and_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "console.sqlite3"
+    store = Store(path)
+    sweep = store.add_sweep("seed", "local", ["recipes/demo"])
+    arm = store.add_arm(sweep, "a1", "recipes/demo/quick.yaml", None, None, "name: a1\n", {"node_demand": 1})
+    first = store.add_attempt(arm, "local", "demo", "name: a1\n", [1, 4, 16])
+    assert (first.number, first.state, first.live) == (1, SUBMITTING, True)
+    store.mark_submitted(first.id, "1001", "/out/1001", None)
+    assert store.record_status(first.id, JobStatus("1001", JobState.RUNNING, nodelist="node1"))
+    assert not store.record_status(first.id, JobStatus("1001", JobState.RUNNING))
+    store.close()
+
+    again = Store(path)  # a restarted console
+    (live,) = again.attempts(live=True)
+    assert (live.job_id, live.state, live.nodelist, live.concurrencies) == ("1001", "RUNNING", "node1", [1, 4, 16])
+    assert live.started_at is not None and live.ended_at is None
+    again.record_status(live.id, JobStatus("1001", JobState.CANCELLED, reason="by 1001", exit_code="0:15"))
+    done = again.attempt(live.id)
+    assert (done.state, done.reason, done.exit_code, done.live) == ("CANCELLED", "by 1001", "0:15", False)
+    assert [h[1] for h in again.history(live.id)] == ["SUBMITTING", "PENDING", "RUNNING", "CANCELLED"]
+    second = again.add_attempt(arm, "local", "demo", "name: a1\n", [16])
+    assert second.number == 2 and [a.number for a in again.attempts(arm)] == [1, 2]
+    again.mark_submit_failed(second.id, "sbatch: error: invalid partition")
+    assert again.attempt(second.id).state == SUBMIT_FAILED and again.attempts(live=True) == []
+
+
+def test_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "console.sqlite3"
+    Store(path).close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(StoreError, match="newer srt-console"):
+        Store(path)
+
+
+def test_corrupt_store_gives_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "console.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match=r"console.sqlite3: cannot use the store"):
+        Store(path)
