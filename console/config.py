@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.recipes.yamlio import YamlError, decode, load
+from console.recipes.yamlio import Marks, YamlError, decode, load
 
 ENV_CONFIG = "SRT_CONSOLE_CONFIG"
 
@@ -27,6 +27,7 @@ class Config:
     recipe_dirs: tuple[Path, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+    marks: Marks | None = None
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
@@ -58,4 +59,4 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         if not resolved.is_absolute():
             resolved = chosen.parent / resolved
         dirs.append(resolved)
-    return Config(chosen, tuple(dirs), data, tuple(problems))
+    return Config(chosen, tuple(dirs), data, tuple(problems), marks)

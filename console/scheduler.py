@@ -77,6 +77,9 @@ class Submission:
     account: str | None = None
     time_limit: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # Submit held (`sbatch --hold`): the launcher creates the job's output dir, which needs the
+    # job id, then releases it, so Slurm never starts a job whose --output dir is missing.
+    hold: bool = False
 
 
 class Scheduler(Protocol):
@@ -92,6 +95,9 @@ class Scheduler(Protocol):
 
     async def cancel(self, job_ids: list[str]) -> None:
         """Ask the scheduler to cancel; the state change shows up in a later poll."""
+
+    async def release(self, job_id: str) -> None:
+        """Let a job submitted with `hold` run."""
 
 
 class SchedulerError(Exception):

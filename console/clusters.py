@@ -1,0 +1,182 @@
+"""Cluster profiles: how to reach a cluster, how to launch on it, where its outputs live.
+
+Profiles come from the `clusters:` section of the config file. A built-in `local` profile
+always exists: this machine, the demo launcher and the local scheduler.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from console.config import Config
+from console.recipes.spec import Checker, Fields, Int, MapOf, Str, dotted
+
+LOCAL = "local"
+Launcher = Literal["srtctl", "demo"]
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Either a Host alias from ~/.ssh/config, or explicit coordinates."""
+
+    alias: str | None = None
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    config_file: str | None = None  # an ssh config other than ~/.ssh/config
+
+    @property
+    def label(self) -> str:
+        if self.alias:
+            return self.alias
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{user}{self.host}{port}"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    launcher: Launcher
+    ssh: SshTarget | None  # None: commands run on this machine
+    scheduler: Literal["slurm", "local"]
+    workdir: str  # uploads (resolved recipes, engine, scripts); may start with ~ (the remote home)
+    outputs: str  # job output dirs are <outputs>/<job id>
+    results: str | None  # InferenceX fixed-seq root: <results>/<job id>/fixed-seq/
+    srt_slurm: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    time_limit: str | None = None
+    python: str = "python3"  # interpreter on the cluster for the demo engine and the log agent
+    max_channels: int = 8  # under OpenSSH's MaxSessions (10)
+
+    @property
+    def where(self) -> str:
+        return self.ssh.label if self.ssh else "this machine"
+
+
+PROFILE_SPEC = Fields(
+    {
+        "ssh": MapOf(),  # checked below: a string alias or a mapping
+        "launcher": Str("srtctl", "demo"),
+        "scheduler": Str("slurm", "local"),
+        "srt_slurm": Str(),
+        "workdir": Str(),
+        "outputs": Str(),
+        "results": Str(),
+        "partition": Str(),
+        "account": Str(),
+        "time_limit": Str(),
+        "python": Str(),
+        "max_channels": Int(1),
+    }
+)
+SSH_SPEC = Fields(
+    {
+        "host": Str(),
+        "port": Int(1),
+        "user": Str(),
+        "identity_file": Str(),
+        "known_hosts": Str(),
+        "config_file": Str(),
+    },
+    required=("host",),
+)
+
+
+def local_profile(data_dir: Path) -> Profile:
+    workdir = data_dir / "local"
+    return Profile(
+        name=LOCAL,
+        launcher="demo",
+        ssh=None,
+        scheduler="local",
+        workdir=str(workdir),
+        outputs=str(workdir / "outputs"),
+        results=str(workdir / "results"),
+    )
+
+
+def load_profiles(config: Config, data_dir: Path) -> tuple[dict[str, Profile], list[str]]:
+    """Every profile of the config plus `local`, and problems as `path:line: field: message`."""
+    profiles: dict[str, Profile] = {LOCAL: local_profile(data_dir)}
+    problems: list[str] = []
+    section = config.raw.get("clusters")
+    if section is None:
+        return profiles, problems
+    if not isinstance(section, dict):
+        return profiles, [f"{config.path}: clusters: expected a mapping of name: profile"]
+    for name, raw in section.items():
+        out = Checker()
+        path = ("clusters", name)
+        if not isinstance(name, str) or not _NAME.match(name):
+            out.error(path, "a cluster name is letters, digits, '.', '_' and '-'")
+        raw = raw if raw is not None else {}
+        if isinstance(raw, dict) and isinstance(raw.get("ssh"), str):
+            PROFILE_SPEC.check({k: v for k, v in raw.items() if k != "ssh"}, path, out)
+        else:
+            PROFILE_SPEC.check(raw, path, out)
+            if isinstance(raw, dict) and isinstance(raw.get("ssh"), dict):
+                SSH_SPEC.check(raw["ssh"], (*path, "ssh"), out)
+        if not out.found:
+            profile, more = _profile(str(name), raw, data_dir)
+            for field_name, message in more:
+                out.error((*path, field_name), message)
+            if profile is not None and not more:
+                profiles[str(name)] = profile
+        for key, message, _severity in out.found:
+            line = config.marks.line(key) if config.marks else None
+            where = f"{config.path}:{line}" if line else str(config.path)
+            problems.append(f"{where}: {dotted(key)}: {message}")
+    return profiles, problems
+
+
+def _profile(name: str, raw: dict[str, Any], data_dir: Path) -> tuple[Profile | None, list[tuple[str, str]]]:
+    problems: list[tuple[str, str]] = []
+    ssh_raw = raw.get("ssh")
+    ssh: SshTarget | None
+    if isinstance(ssh_raw, str):
+        ssh = SshTarget(alias=ssh_raw)
+    elif isinstance(ssh_raw, dict):
+        ssh = SshTarget(**{k: ssh_raw.get(k) for k in SSH_SPEC.fields})
+    else:
+        ssh = None
+    launcher: Launcher = raw.get("launcher") or ("srtctl" if raw.get("srt_slurm") else "demo")
+    scheduler = raw.get("scheduler") or ("slurm" if ssh or name != LOCAL else "local")
+    if launcher == "srtctl" and not raw.get("srt_slurm"):
+        problems.append(("srt_slurm", "the srtctl launcher needs srt_slurm (the srt-slurm checkout on the cluster)"))
+    if launcher == "srtctl" and scheduler == "local":
+        problems.append(("scheduler", "srtctl submits with sbatch: use scheduler: slurm"))
+    default_workdir = "~/srt-console" if ssh else str(data_dir / name)
+    workdir = str(raw.get("workdir") or default_workdir)
+    if launcher == "srtctl":
+        outputs = str(raw.get("outputs") or f"{raw['srt_slurm'].rstrip('/')}/outputs")
+    else:
+        outputs = str(raw.get("outputs") or f"{workdir.rstrip('/')}/outputs")
+    results = raw.get("results") or (None if launcher == "srtctl" else f"{workdir.rstrip('/')}/results")
+    if problems:
+        return None, problems
+    return (
+        Profile(
+            name=name,
+            launcher=launcher,
+            ssh=ssh,
+            scheduler="local" if scheduler == "local" else "slurm",
+            workdir=workdir,
+            outputs=outputs,
+            results=results,
+            srt_slurm=raw.get("srt_slurm"),
+            partition=raw.get("partition"),
+            account=raw.get("account"),
+            time_limit=raw.get("time_limit"),
+            python=raw.get("python") or "python3",
+            max_channels=int(raw.get("max_channels") or 8),
+        ),
+        [],
+    )
