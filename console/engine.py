@@ -133,6 +133,9 @@ class Engine:
             rt.status = status
             self._emit(ClusterChanged(cluster, status))
 
+    def cluster_statuses(self) -> dict[str, str]:
+        return {name: rt.status for name, rt in self._runtimes.items()}
+
     async def close(self) -> None:
         for rt in self._runtimes.values():
             await rt.transport.close()

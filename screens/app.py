@@ -42,6 +42,6 @@ def make_app(roots: list[Path], notes: list[str] | None = None) -> SrtConsole:
     return SrtConsole(roots, notes)
 
 
-def run(roots: list[Path], notes: list[str] | None = None) -> int:
+def run(roots: list[Path], notes: list[str] | None = None, config_path: str | None = None) -> int:
     make_app(roots, notes).run()
     return 0

@@ -1,44 +1,17 @@
-"""`srt-console`: the TUI with no arguments, and headless commands for scripts and CI."""
+"""`srt-console recipes` and `srt-console check`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from console import __version__
 from console.config import load_config
 from console.describe import grid_label, nodes_label, seq_label, topology_label
 from console.model import Recipe
 from console.paths import bundled_recipes_dir
 from console.recipes import load_targets
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="srt-console",
-        description="Operator console for srtctl LLM-serving benchmarks on Slurm. "
-        "With no command it opens the terminal UI.",
-    )
-    parser.add_argument("--version", action="version", version=f"srt-console {__version__}")
-    parser.add_argument(
-        "--config", metavar="FILE", help="config file (default: $XDG_CONFIG_HOME/srt-console/config.yaml)"
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("recipes", help="list recipes with their arms, topology and grid")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = sub.add_parser("check", help="validate recipes; exit 1 when any has an error")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = sub.add_parser("tui", help="open the terminal UI (the default)")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="recipe folders to browse")
-    return parser
 
 
 def default_recipe_roots(config_path: str | None) -> tuple[list[str], list[str]]:
@@ -123,27 +96,3 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"{recipe.path}: ok ({len(recipe.arms)} arm{'s' if len(recipe.arms) != 1 else ''})")
         print(f"{len(recipes) - len(failed)} of {len(recipes)} recipe file(s) valid", file=sys.stderr)
     return 1 if failed or not recipes else 0
-
-
-def cmd_tui(args: argparse.Namespace) -> int:
-    from screens.app import run  # Textual is imported only when the UI is asked for
-
-    roots, notes = (list(args.paths), []) if getattr(args, "paths", None) else default_recipe_roots(args.config)
-    return run(roots=[Path(r) for r in roots], notes=notes)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    handlers = {"recipes": cmd_recipes, "check": cmd_check, "tui": cmd_tui, None: cmd_tui}
-    try:
-        return handlers[args.command](args)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # `srt-console recipes | head`: the reader left; that is not an error.
-        sys.stderr.close()
-        return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,94 @@
+"""`srt-console`: the TUI with no arguments, and headless commands for scripts and CI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from console import __version__
+from console.cli import jobs_cmd, recipes_cmd
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="srt-console",
+        description="Operator console for srtctl LLM-serving benchmarks on Slurm. "
+        "With no command it opens the terminal UI.",
+    )
+    parser.add_argument("--version", action="version", version=f"srt-console {__version__}")
+    parser.add_argument(
+        "--config", metavar="FILE", help="config file (default: $XDG_CONFIG_HOME/srt-console/config.yaml)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("recipes", help="list recipes with their arms, topology and grid")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = sub.add_parser("check", help="validate recipes; exit 1 when any has an error")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = sub.add_parser("clusters", help="list cluster profiles and check that each can be used")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = sub.add_parser("launch", help="launch recipes (a folder or several files form one sweep)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
+    p.add_argument("--cluster", help="cluster profile (default: default_cluster from the config, else local)")
+    p.add_argument("--name", help="a name for the sweep")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--wait", action="store_true", help="wait until every attempt has ended")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = sub.add_parser("status", help="sweeps, arms and attempts with their Slurm states")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--all", action="store_true", help="include attempts that ended long ago")
+
+    p = sub.add_parser("cancel", help="cancel the live attempts of an attempt (a3.1), arm (a3) or sweep (s2)")
+    p.add_argument("target", metavar="ATTEMPT|ARM|SWEEP")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = sub.add_parser("tui", help="open the terminal UI (the default)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="recipe folders to browse")
+    return parser
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from screens.app import run  # Textual is imported only when the UI is asked for
+
+    notes: list[str] = []
+    if getattr(args, "paths", None):
+        roots = list(args.paths)
+    else:
+        roots, notes = recipes_cmd.default_recipe_roots(args.config)
+    return run(roots=[Path(r) for r in roots], notes=notes, config_path=args.config)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
+        "recipes": recipes_cmd.cmd_recipes,
+        "check": recipes_cmd.cmd_check,
+        "clusters": jobs_cmd.cmd_clusters,
+        "launch": jobs_cmd.cmd_launch,
+        "status": jobs_cmd.cmd_status,
+        "cancel": jobs_cmd.cmd_cancel,
+        "tui": cmd_tui,
+        None: cmd_tui,
+    }
+    try:
+        return handlers[args.command](args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `srt-console status | head`: the reader left; that is not an error.
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""`srt-console clusters | launch | status | cancel`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+from console.cli.context import CliError, Context, open_context, resolve_attempts
+from console.clusters import Profile
+from console.describe import grid_label, topology_label
+from console.engine import Engine, LaunchRefused
+from console.ids import arm_ref, attempt_ref, sweep_ref
+from console.store import AttemptRow, Store
+from console.transport.base import HostKeyError, TransportError
+
+
+def _fail(message: str, problems: list[str] | None = None) -> int:
+    for problem in problems or []:
+        print(problem, file=sys.stderr)
+    print(f"srt-console: {message}", file=sys.stderr)
+    return 1
+
+
+def _json(doc: Any) -> None:
+    json.dump(doc, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def attempt_doc(store: Store, attempt: AttemptRow) -> dict[str, Any]:
+    arm = store.arm(attempt.arm_id)
+    return {
+        "id": attempt_ref(attempt.arm_id, attempt.number),
+        "arm": arm.name if arm else None,
+        "arm_id": arm_ref(attempt.arm_id),
+        "attempt": attempt.number,
+        "cluster": attempt.cluster,
+        "job_id": attempt.job_id,
+        "output_dir": attempt.output_dir,
+        "results_dir": attempt.results_dir,
+        "state": attempt.state,
+        "reason": attempt.reason,
+        "exit_code": attempt.exit_code,
+        "nodelist": attempt.nodelist,
+        "error": attempt.error,
+        "elapsed_s": round(attempt.elapsed() or 0.0, 1) if attempt.started_at else None,
+    }
+
+
+# --- clusters -----------------------------------------------------------------------------
+
+
+def cmd_clusters(args: argparse.Namespace) -> int:
+    try:
+        ctx = open_context(args.config)
+    except CliError as exc:
+        return _fail(str(exc))
+    reports = asyncio.run(_check_all(ctx))
+    if args.json:
+        _json({"clusters": reports, "default": ctx.default_cluster})
+    else:
+        for report in reports:
+            mark = "ok " if report["ok"] else "BAD"
+            print(f"{mark} {report['name']:<16} {report['where']:<28} {report['launcher']}/{report['scheduler']}")
+            for check in report["checks"]:
+                print(f"      {'✓' if check['ok'] else '✗'} {check['check']}: {check['detail']}")
+    return 0 if all(r["ok"] for r in reports) else 1
+
+
+async def _check_all(ctx: Context) -> list[dict[str, Any]]:
+    try:
+        return list(await asyncio.gather(*(_check(ctx.engine, p) for p in ctx.profiles.values())))
+    finally:
+        await ctx.engine.close()
+
+
+async def _check(engine: Engine, profile: Profile) -> dict[str, Any]:
+    checks: list[dict[str, Any]] = []
+
+    def add(name: str, ok: bool, detail: str) -> None:
+        checks.append({"check": name, "ok": ok, "detail": detail})
+
+    report: dict[str, Any] = {
+        "name": profile.name,
+        "where": profile.where,
+        "launcher": profile.launcher,
+        "scheduler": profile.scheduler,
+        "checks": checks,
+    }
+    try:
+        rt = engine.runtime(profile.name)
+        started = time.monotonic()
+        await rt.transport.run(["true"], timeout=20, check=True)
+        add("reachable", True, f"{profile.where} answered in {time.monotonic() - started:.2f}s")
+        if profile.ssh:
+            add("host key", True, "known and verified")
+        if profile.scheduler == "slurm":
+            found = await rt.transport.run(
+                ["sh", "-c", "for c in sbatch squeue sacct scancel; do command -v $c >/dev/null || echo $c; done"],
+                timeout=20,
+            )
+            missing = found.stdout.split()
+            add("slurm", not missing, "sbatch, squeue, sacct, scancel found" if not missing else f"missing: {missing}")
+        else:
+            add("scheduler", True, "local scheduler (no Slurm needed)")
+        if profile.launcher == "srtctl":
+            checkout = profile.srt_slurm or ""
+            probe = await rt.transport.run(["sh", "-c", 'cd -- "$1" && command -v srtctl', "sh", checkout], timeout=20)
+            add("srtctl", probe.ok, probe.stdout.strip() or f"srtctl not found in {checkout}")
+        else:
+            probe = await rt.transport.run([profile.python, "-c", "import zmq, sys; print(sys.version.split()[0])"])
+            add(
+                "demo engine",
+                probe.ok,
+                f"{profile.python} {probe.stdout.strip()} with pyzmq"
+                if probe.ok
+                else f"{profile.python} cannot import zmq: the ZMQ fault cannot be reproduced",
+            )
+    except HostKeyError as exc:
+        add("host key", False, str(exc))
+    except (TransportError, OSError) as exc:
+        add("reachable", False, str(exc))
+    report["ok"] = all(c["ok"] for c in checks)
+    return report
+
+
+# --- launch ------------------------------------------------------------------------------
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    try:
+        ctx = open_context(args.config)
+    except CliError as exc:
+        return _fail(str(exc))
+    cluster = args.cluster or ctx.default_cluster
+    if cluster not in ctx.profiles:
+        return _fail(f"unknown cluster {cluster!r}; configured: {', '.join(sorted(ctx.profiles))}")
+    recipes, arms = ctx.engine.plan(args.paths)
+    problems = [str(p) for r in recipes for p in r.errors]
+    if problems:
+        return _fail("the recipes have errors; nothing was submitted", problems)
+    if not arms:
+        return _fail("no arms to launch")
+    profile = ctx.profiles[cluster]
+    if not args.json:
+        print(f"Launch {len(arms)} arm(s) on {cluster} ({profile.where}, {profile.launcher} launcher):")
+        for arm in arms:
+            print(
+                f"  {arm.name}: {topology_label(arm.topology)}, {arm.topology.node_demand} node(s), "
+                f"points {grid_label(arm.concurrencies)}"
+            )
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return _fail("not a terminal: add --yes to launch without confirmation")
+        if input("Submit? [y/N] ").strip().lower() not in ("y", "yes"):
+            return _fail("nothing submitted")
+    return asyncio.run(_launch(ctx, args, cluster))
+
+
+async def _launch(ctx: Context, args: argparse.Namespace, cluster: str) -> int:
+    try:
+        sweep_id = await ctx.engine.launch(args.paths, cluster, name=args.name)
+        attempts = [a for arm in ctx.store.arms(sweep_id) for a in ctx.store.attempts(arm.id)]
+        if args.wait:
+            if not args.json:
+                print(f"Waiting for {len(attempts)} attempt(s) of {sweep_ref(sweep_id)}...", file=sys.stderr)
+            attempts = await ctx.engine.wait([a.id for a in attempts])
+    except LaunchRefused as exc:
+        return _fail(str(exc), exc.problems)
+    finally:
+        await ctx.engine.close()
+    docs = [attempt_doc(ctx.store, a) for a in attempts]
+    if args.json:
+        _json({"sweep": sweep_ref(sweep_id), "attempts": docs})
+    else:
+        print(f"Sweep {sweep_ref(sweep_id)}:")
+        for doc in docs:
+            job = f"job {doc['job_id']}" if doc["job_id"] else (doc["error"] or "not submitted")
+            print(f"  {doc['id']:<8} {doc['arm']:<44} {doc['state']:<13} {job}  {doc['output_dir'] or ''}")
+    failed = [d for d in docs if d["state"] == "SUBMIT_FAILED" or (args.wait and d["state"] != "COMPLETED")]
+    return 1 if failed else 0
+
+
+# --- status ------------------------------------------------------------------------------
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    try:
+        ctx = open_context(args.config)
+    except CliError as exc:
+        return _fail(str(exc))
+    notes = asyncio.run(_refresh(ctx))
+    sweeps: list[dict[str, Any]] = []
+    for sweep in ctx.store.sweeps():
+        arms: list[dict[str, Any]] = []
+        for arm in ctx.store.arms(sweep.id):
+            attempts = [attempt_doc(ctx.store, a) for a in ctx.store.attempts(arm.id)]
+            arms.append({"id": arm_ref(arm.id), "name": arm.name, "recipe": arm.recipe_path, "attempts": attempts})
+        sweeps.append({"id": sweep_ref(sweep.id), "name": sweep.name, "cluster": sweep.cluster, "arms": arms})
+    if args.json:
+        _json({"sweeps": sweeps, "clusters": notes})
+        return 0
+    for cluster, note in notes.items():
+        if note != "connected":
+            print(f"{cluster}: {note}", file=sys.stderr)
+    for sweep_doc in sweeps:
+        print(f"{sweep_doc['id']}  {sweep_doc['name']}  on {sweep_doc['cluster']}")
+        for arm_doc in sweep_doc["arms"]:
+            for doc in arm_doc["attempts"]:
+                reason = f" ({doc['reason']})" if doc["reason"] else ""
+                elapsed = f"{doc['elapsed_s']:.0f}s" if doc["elapsed_s"] is not None else "-"
+                print(
+                    f"  {doc['id']:<8} {arm_doc['name']:<44} {doc['state'] + reason:<26} "
+                    f"{doc['job_id'] or '-':<10} {elapsed:>7}"
+                )
+    return 0
+
+
+async def _refresh(ctx: Context) -> dict[str, str]:
+    """One poll of the live attempts so `status` is current; transport trouble is reported, not fatal."""
+    try:
+        if ctx.store.attempts(live=True):
+            await ctx.engine.poll_once()
+        return ctx.engine.cluster_statuses()
+    finally:
+        await ctx.engine.close()
+
+
+# --- cancel ------------------------------------------------------------------------------
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    try:
+        ctx = open_context(args.config)
+        attempts = resolve_attempts(ctx.store, args.target)
+    except CliError as exc:
+        return _fail(str(exc))
+    live = [a for a in attempts if a.live and a.job_id]
+    if not live:
+        return _fail(f"{args.target}: nothing to cancel (no live attempt)")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return _fail("not a terminal: add --yes to cancel without confirmation")
+        jobs = ", ".join(f"{a.cluster}:{a.job_id}" for a in live)
+        if input(f"Cancel {len(live)} job(s) ({jobs})? [y/N] ").strip().lower() not in ("y", "yes"):
+            return _fail("nothing cancelled")
+    return asyncio.run(_cancel(ctx, live, args.json))
+
+
+async def _cancel(ctx: Context, live: list[AttemptRow], as_json: bool) -> int:
+    try:
+        await ctx.engine.cancel(live)
+        await ctx.engine.poll_once()
+    except (TransportError, OSError) as exc:
+        return _fail(f"cancel not confirmed: {exc}")
+    finally:
+        await ctx.engine.close()
+    docs = [attempt_doc(ctx.store, ctx.store.attempt(a.id)) for a in live]
+    if as_json:
+        _json({"cancelled": docs})
+    else:
+        for doc in docs:
+            print(f"{doc['id']}: cancel requested for job {doc['job_id']} on {doc['cluster']} (now {doc['state']})")
+    return 0
