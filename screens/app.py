@@ -5,30 +5,92 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 
+from console.clusters import LOCAL, Profile, load_profiles
+from console.config import load_config
+from console.engine import AttemptChanged, ClusterChanged, Engine, Event, LaunchRefused
 from console.paths import asset
+from console.store import Store, StoreError, default_data_dir
+from screens.messages import AttemptUpdated, ClusterStatusChanged
 from screens.recipes import RecipesScreen
+from screens.sweeps import SweepsScreen
+
+POLL_INTERVAL_S = 2.0
 
 
 class SrtConsole(App[None]):
-    """Operator console for srtctl benchmarks. Screens are pushed by mode."""
+    """Operator console for srtctl benchmarks."""
 
     CSS_PATH = str(asset("console.tcss"))
     TITLE = "srt-console"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "toggle_help", "Help"),
+        Binding("s", "show_sweeps", "Sweeps"),
         Binding("ctrl+q", "quit", "Quit", show=False),
     ]
 
-    def __init__(self, roots: list[Path], notes: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        roots: list[Path],
+        notes: list[str] | None = None,
+        engine: Engine | None = None,
+        default_cluster: str = LOCAL,
+    ) -> None:
         super().__init__()
         self.roots = roots
         self.notes = notes or []
+        self.engine = engine
+        self.default_cluster = default_cluster
+        self.sweeps_screen: SweepsScreen | None = None
+
+    @property
+    def profiles(self) -> dict[str, Profile]:
+        return self.engine.profiles if self.engine else {}
 
     def on_mount(self) -> None:
         self.push_screen(RecipesScreen(self.roots, self.notes))
+        if self.engine is not None:
+            self.engine.subscribe(self._on_engine_event)
+            self.track_jobs()
+
+    def _on_engine_event(self, event: Event) -> None:
+        # Engine events arrive on the app's own loop; forward them to the sweeps screen.
+        if self.sweeps_screen is None:
+            return
+        if isinstance(event, AttemptChanged):
+            self.sweeps_screen.post_message(AttemptUpdated(event.attempt))
+        elif isinstance(event, ClusterChanged):
+            self.sweeps_screen.post_message(ClusterStatusChanged(event.cluster, event.status))
+
+    @work(exclusive=True, group="tracker", exit_on_error=False)
+    async def track_jobs(self) -> None:
+        """Poll every cluster with live attempts, for as long as the console runs."""
+        assert self.engine is not None
+        await self.engine.watch(POLL_INTERVAL_S)
+
+    @work(exclusive=False, group="launch", exit_on_error=False)
+    async def launch(self, targets: list[str], cluster: str) -> None:
+        assert self.engine is not None
+        try:
+            sweep_id = await self.engine.launch(targets, cluster)
+        except LaunchRefused as exc:
+            detail = "\n".join(exc.problems[:5])
+            self.notify(f"{exc}\n{detail}".strip(), severity="error", timeout=10)
+            return
+        self.notify(f"Sweep s{sweep_id} submitted to {cluster}")
+        self.action_show_sweeps()
+
+    def action_show_sweeps(self) -> None:
+        if self.engine is None:
+            self.notify("No store: launching and tracking are unavailable", severity="error")
+            return
+        if self.sweeps_screen is None:
+            self.sweeps_screen = SweepsScreen(self.engine)
+        if self.screen is not self.sweeps_screen:
+            self.push_screen(self.sweeps_screen)
 
     def action_toggle_help(self) -> None:
         if self.screen.query("HelpPanel"):
@@ -36,12 +98,30 @@ class SrtConsole(App[None]):
         else:
             self.action_show_help_panel()
 
+    async def on_unmount(self) -> None:
+        if self.engine is not None:
+            await self.engine.close()
 
-def make_app(roots: list[Path], notes: list[str] | None = None) -> SrtConsole:
+
+def make_app(
+    roots: list[Path], notes: list[str] | None = None, engine: Engine | None = None, default_cluster: str = LOCAL
+) -> SrtConsole:
     """The app, built the same way for the CLI and for tests."""
-    return SrtConsole(roots, notes)
+    return SrtConsole(roots, notes, engine, default_cluster)
 
 
 def run(roots: list[Path], notes: list[str] | None = None, config_path: str | None = None) -> int:
-    make_app(roots, notes).run()
+    notes = list(notes or [])
+    config = load_config(config_path)
+    data_dir = default_data_dir()
+    profiles, problems = load_profiles(config, data_dir)
+    notes += problems
+    engine: Engine | None = None
+    try:
+        engine = Engine(Store(data_dir / "console.sqlite3"), profiles, data_dir)
+    except StoreError as exc:
+        notes.append(f"{exc}: launching and tracking are unavailable")
+    default = config.raw.get("default_cluster")
+    default_cluster = default if isinstance(default, str) and default in profiles else LOCAL
+    make_app(roots, notes, engine, default_cluster).run()
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from textual.message import Message
 
 from console.model import Recipe
+from console.store import AttemptRow
 
 
 @dataclass
@@ -23,3 +24,18 @@ class RecipeSelected(Message):
     """The operator moved to a recipe file in the tree."""
 
     recipe: Recipe
+
+
+@dataclass
+class AttemptUpdated(Message):
+    """The engine recorded a new state for an attempt (or a new attempt)."""
+
+    attempt: AttemptRow
+
+
+@dataclass
+class ClusterStatusChanged(Message):
+    """A cluster's connection changed ("connected", "disconnected, retrying ...")."""
+
+    cluster: str
+    status: str

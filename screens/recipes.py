@@ -26,6 +26,7 @@ class RecipesScreen(Screen[None]):
         Binding("p", "show_tab('tab-problems')", "Problems"),
         Binding("y", "show_tab('tab-yaml')", "YAML"),
         Binding("a", "show_tab('tab-arms')", "Arms"),
+        Binding("l", "launch", "Launch"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -93,6 +94,30 @@ class RecipesScreen(Screen[None]):
     def action_reload(self) -> None:
         self.load_library()
         self.notify("Recipes reloaded", timeout=2)
+
+    def action_launch(self) -> None:
+        """Confirm, then launch every arm of the selected recipe file."""
+        from screens.app import SrtConsole
+        from screens.dialogs import LaunchDialog
+
+        app = self.app
+        recipe = self.recipes.get(self.selected or "")
+        if not isinstance(app, SrtConsole) or app.engine is None:
+            self.notify("No store: launching is unavailable", severity="error")
+            return
+        if recipe is None:
+            self.notify("Select a recipe first", severity="warning")
+            return
+        if not recipe.ok or not recipe.arms:
+            self.notify(f"{recipe.path} has errors; fix them first (p shows them)", severity="error")
+            return
+
+        def chosen(cluster: str | None) -> None:
+            if cluster:
+                app.launch([recipe.path], cluster)
+
+        dialog = LaunchDialog(f"Launch {recipe.path}", list(recipe.arms), app.profiles, app.default_cluster)
+        app.push_screen(dialog, chosen)
 
     def action_show_tab(self, tab: str) -> None:
         from textual.widgets import TabbedContent

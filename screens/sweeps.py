@@ -1,0 +1,151 @@
+"""Sweeps and attempts, live: one row per attempt, updated in place as Slurm's answers arrive."""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from console.engine import Engine
+from console.ids import attempt_ref, sweep_ref
+from console.store import AttemptRow
+from screens.dialogs import ConfirmDialog
+from screens.messages import AttemptUpdated, ClusterStatusChanged
+
+COLUMNS = ("attempt", "sweep", "arm", "cluster", "job", "state", "reason", "elapsed", "nodes")
+_STATE_STYLE = {
+    "COMPLETED": "green",
+    "RUNNING": "bold",
+    "PENDING": "yellow",
+    "SUBMITTING": "yellow",
+    "COMPLETING": "bold",
+}
+
+
+def state_text(state: str) -> Text:
+    return Text(state, style=_STATE_STYLE.get(state, "red"))
+
+
+def elapsed_text(attempt: AttemptRow, now: float) -> str:
+    seconds = attempt.elapsed(now)
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class SweepsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("c", "cancel", "Cancel job"),
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__()
+        self.engine = engine
+        self._arm_names: dict[int, tuple[str, int]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="clusters")
+        yield DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "sweeps"
+        table = self.query_one(DataTable)
+        for column in COLUMNS:
+            table.add_column(column, key=column)
+        for attempt in self.engine.store.attempts():
+            self._show(attempt)
+        self._show_clusters()
+        self.set_interval(1.0, self._tick)
+
+    def _arm(self, arm_id: int) -> tuple[str, int]:
+        if arm_id not in self._arm_names:
+            arm = self.engine.store.arm(arm_id)
+            self._arm_names[arm_id] = (arm.name, arm.sweep_id) if arm else ("?", 0)
+        return self._arm_names[arm_id]
+
+    def _show(self, attempt: AttemptRow) -> None:
+        """Add the attempt's row, or update its cells in place (rows are keyed, never refilled)."""
+        table = self.query_one(DataTable)
+        name, sweep_id = self._arm(attempt.arm_id)
+        key = str(attempt.id)
+        cells = {
+            "attempt": attempt_ref(attempt.arm_id, attempt.number),
+            "sweep": sweep_ref(sweep_id),
+            "arm": Text(name),
+            "cluster": attempt.cluster,
+            "job": attempt.job_id or "-",
+            "state": state_text(attempt.state),
+            "reason": Text(attempt.reason or attempt.error or ""),
+            "elapsed": elapsed_text(attempt, time.time()),
+            "nodes": Text(attempt.nodelist or ""),
+        }
+        if key in table.rows:
+            for column, value in cells.items():
+                table.update_cell(key, column, value)
+        else:
+            table.add_row(*cells.values(), key=key)
+
+    def _tick(self) -> None:
+        now = time.time()
+        table = self.query_one(DataTable)
+        for attempt in self.engine.store.attempts(live=True):
+            if str(attempt.id) in table.rows:
+                table.update_cell(str(attempt.id), "elapsed", elapsed_text(attempt, now))
+
+    def _show_clusters(self) -> None:
+        statuses = self.engine.cluster_statuses()
+        text = "  ".join(f"{name}: {status}" for name, status in sorted(statuses.items())) or "no cluster contacted yet"
+        self.query_one("#clusters", Static).update(Text(text))
+
+    @on(AttemptUpdated)
+    def attempt_updated(self, message: AttemptUpdated) -> None:
+        self._show(message.attempt)
+
+    @on(ClusterStatusChanged)
+    def cluster_changed(self, message: ClusterStatusChanged) -> None:
+        self._show_clusters()
+
+    def selected_attempt(self) -> AttemptRow | None:
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return self.engine.store.attempt(int(key)) if key else None
+
+    def action_cancel(self) -> None:
+        attempt = self.selected_attempt()
+        if attempt is None or not attempt.live or not attempt.job_id:
+            self.notify("No live job selected", severity="warning")
+            return
+        name, _ = self._arm(attempt.arm_id)
+        body = (
+            f"{name}\njob {attempt.job_id} on {attempt.cluster} ({attempt.state})\n\n"
+            "scancel frees its nodes; its logs and any results already written are kept."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.cancel_attempts([attempt])
+
+        self.app.push_screen(ConfirmDialog("Cancel this job?", body, yes="Cancel job (y)"), answered)
+
+    @work(exclusive=False, group="cancel", exit_on_error=False)
+    async def cancel_attempts(self, attempts: list[AttemptRow]) -> None:
+        try:
+            await self.engine.cancel(attempts)
+        except Exception as exc:
+            self.notify(f"cancel failed: {exc}", severity="error")
+        else:
+            self.notify(f"Cancel requested for job {', '.join(a.job_id or '' for a in attempts)}")
