@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -78,9 +79,7 @@ class LocalProcess:
                 await stdin.wait_closed()
 
     def terminate(self) -> None:
-        if self._proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._proc.terminate()
+        _signal_group(self._proc, signal.SIGTERM)
 
     async def wait(self, timeout: float | None = None) -> int:
         try:
@@ -95,8 +94,7 @@ class LocalProcess:
             try:
                 await asyncio.wait_for(self._proc.wait(), TERMINATE_GRACE_S)
             except asyncio.TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    self._proc.kill()
+                _signal_group(self._proc, signal.SIGKILL)
                 await self._proc.wait()
 
 
@@ -142,6 +140,7 @@ class LocalTransport:
                 stderr=asyncio.subprocess.PIPE,
                 cwd=self._cwd(cwd),
                 env=self._env(env),
+                start_new_session=True,
             )
         except FileNotFoundError as exc:
             # Like a shell: an unknown program is exit 127, not an exception.
@@ -149,13 +148,11 @@ class LocalTransport:
         try:
             stdout, stderr = await asyncio.wait_for(proc.communicate(input), timeout)
         except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            _signal_group(proc, signal.SIGKILL)
             await proc.wait()
             raise TransportError(f"timed out after {timeout:g} s: {shlex.join(args)}") from None
         except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            _signal_group(proc, signal.SIGKILL)
             raise
         assert proc.returncode is not None
         return _checked(CommandResult(args, proc.returncode, decode(stdout), decode(stderr)), check)
@@ -200,6 +197,7 @@ class LocalTransport:
                     stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
                     cwd=self._cwd(cwd),
                     env=self._env(env),
+                    start_new_session=True,
                 ),
                 timeout,
             )
@@ -209,6 +207,18 @@ class LocalTransport:
 
     async def close(self) -> None:
         return None
+
+
+def _signal_group(proc: asyncio.subprocess.Process, sig: signal.Signals) -> None:
+    """Signal the command and everything it started: each command runs in its own session, so that
+    a timed-out ``sh -c 'sleep 600'`` leaves no orphan holding its pipes open."""
+    if proc.returncode is not None:
+        return
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
 
 
 def _checked(result: CommandResult, check: bool) -> CommandResult:
