@@ -166,12 +166,12 @@ async def test_bad_submissions_are_refused(tmp_path: Path) -> None:
     plain = tmp_path / "plain.sh"
     plain.write_text("echo no interpreter line\n")
     with pytest.raises(SchedulerError, match="does not look like a batch script"):
-        await sched.submit(Submission(script=str(plain), job_name="x"))
+        await sched.submit(Submission(script=str(plain), job_name="x", workdir=str(tmp_path)))
     with pytest.raises(SchedulerError, match="Unable to open file"):
-        await sched.submit(Submission(script=str(tmp_path / "missing.sh"), job_name="x"))
+        await sched.submit(Submission(script=str(tmp_path / "missing.sh"), job_name="x", workdir=str(tmp_path)))
     good = script(tmp_path, "true\n")
     with pytest.raises(SchedulerError, match="Invalid --time"):
-        await sched.submit(Submission(script=str(good), job_name="x", time_limit="soon"))
+        await sched.submit(Submission(script=str(good), job_name="x", time_limit="soon", workdir=str(tmp_path)))
     status = (await sched.poll(["424242"]))["424242"]
     assert status.state is JobState.UNKNOWN
     with pytest.raises(ValueError):
@@ -261,7 +261,8 @@ async def test_a_restarted_scheduler_sees_running_and_finished_jobs(tmp_path: Pa
     assert (await again.poll([job_id]))[job_id] == status
 
     # The next id continues after the earlier console's jobs.
-    other = await again.submit(Submission(script=str(script(tmp_path, "true\n", "t.sh")), job_name="next"))
+    nxt = Submission(script=str(script(tmp_path, "true\n", "t.sh")), job_name="next", workdir=str(tmp_path))
+    other = await again.submit(nxt)
     assert int(other) == int(job_id) + 1
 
 
