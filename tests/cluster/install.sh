@@ -4,7 +4,7 @@
 # Must run as root on a Debian/Ubuntu machine with apt-get.
 set -euo pipefail
 
-PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server
+PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server python3-zmq
           openssh-server openssh-client procps iproute2)
 # One binary per package group; if all are present, apt-get is skipped.
 BINARIES=(/usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/bin/sacct
