@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncssh
+from asyncssh.constants import OPEN_REQUEST_SESSION_FAILED
 
 from .base import (
     DEFAULT_TIMEOUT,
@@ -292,6 +293,16 @@ class SshTransport:
                 log.exception("connection status listener failed")
 
     @property
+    def keepalive(self) -> tuple[float, int]:
+        """(interval s, count max) in use: ssh_config's ServerAlive* where set (known once connected)."""
+        return self._keepalive_interval, self._keepalive_count_max
+
+    @property
+    def endpoint(self) -> tuple[str, int] | None:
+        """The address and port really dialled (after ssh_config's HostName/Port), once known."""
+        return None if self._endpoint is None else (self._endpoint[0], self._endpoint[1])
+
+    @property
     def local_address(self) -> tuple[str, int] | None:
         """This end of the live connection (host, port), e.g. to find its sshd session."""
         conn = self._conn
@@ -323,6 +334,9 @@ class SshTransport:
         if not resolved.keepalive_interval:  # no ServerAliveInterval in ssh_config
             options["keepalive_interval"] = self._keepalive_interval
             options["keepalive_count_max"] = self._keepalive_count_max
+        else:
+            self._keepalive_interval = float(resolved.keepalive_interval)
+            self._keepalive_count_max = int(resolved.keepalive_count_max)
         if resolved.connect_timeout is None:  # no ConnectTimeout in ssh_config
             options["connect_timeout"] = self._connect_timeout
         default = str(Path("~", ".ssh", "known_hosts").expanduser())
@@ -451,7 +465,9 @@ class SshTransport:
                 raise TransportError(
                     f"{self.name}: not connected within {timeout:g} s ({self._status}); not run: {what}"
                 ) from None
-            raise TransportError(f"{self.name}: timed out after {timeout:g} s: {what}") from None
+            if phase.value == "running":
+                raise TransportError(f"{self.name}: timed out after {timeout:g} s: {what}") from None
+            raise TransportError(f"{self.name}: timed out after {timeout:g} s while {phase.value}: {what}") from None
 
     async def _open_process(
         self, command: str, phase: _Phase, **kwargs: Any
@@ -466,7 +482,9 @@ class SshTransport:
             except asyncssh.ChannelOpenError as exc:
                 if conn.is_closed():
                     continue
-                log.debug("%s: channel refused (%s), retrying", self.name, exc)
+                if exc.code == OPEN_REQUEST_SESSION_FAILED:  # the channel opened, the exec request was refused
+                    raise TransportError(f"{self.name}: the server refused to run {command}: {exc}") from exc
+                phase.value = f"opening a channel (refused: {exc.reason}; retrying)"
                 await asyncio.sleep(CHANNEL_RETRY_S)
                 continue
             except _TRANSIENT as exc:
@@ -571,7 +589,8 @@ class SshTransport:
     async def home(self) -> str:
         if self._home is None:
             result = await self.run(["printenv", "HOME"], timeout=DEFAULT_TIMEOUT)
-            home = result.stdout.strip()
+            lines = result.stdout.strip().splitlines()  # a chatty login script may print first
+            home = lines[-1].strip() if lines else ""
             if result.returncode != 0 or not home.startswith("/"):
                 raise TransportError(f"{self.name}: cannot tell the home directory: {result.stderr.strip()}")
             self._home = home
@@ -588,10 +607,11 @@ class SshTransport:
             if self._sftp is None:
                 try:
                     self._sftp = await conn.start_sftp_client()
-                except asyncssh.ChannelOpenError:
-                    raise
                 except (asyncssh.Error, OSError) as exc:
-                    if conn.is_closed():
+                    session_refused = (
+                        isinstance(exc, asyncssh.ChannelOpenError) and exc.code == OPEN_REQUEST_SESSION_FAILED
+                    )
+                    if conn.is_closed() or (isinstance(exc, asyncssh.ChannelOpenError) and not session_refused):
                         raise
                     log.info("%s: no SFTP (%s); files go through cat/tail", self.name, exc)
                     self._use_sftp = False
@@ -614,6 +634,13 @@ class SshTransport:
                     raise PermissionError(13, f"{self.name}: permission denied", what) from exc
                 except (FileNotFoundError, PermissionError):
                     raise
+                except asyncssh.ChannelOpenError as exc:
+                    conn = self._conn
+                    if conn is not None and conn.is_closed():
+                        self._connection_lost(conn, None)
+                    else:  # back-pressure (MaxSessions): try again shortly
+                        phase.value = f"opening a channel (refused: {exc.reason}; retrying)"
+                        await asyncio.sleep(CHANNEL_RETRY_S)
                 except (asyncssh.Error, OSError) as exc:
                     conn = self._conn
                     lost = conn is None or conn.is_closed() or isinstance(exc, _LOST)
