@@ -463,3 +463,44 @@ def test_numbers_are_deterministic_and_consistent() -> None:
     assert high.total_tps > low.total_tps  # throughput grows with concurrency
     assert high.tpot > low.tpot  # and each user gets slower
     assert a.total_tps == pytest.approx(a.output_tps * (plan.isl + plan.osl) / plan.osl)
+
+
+async def test_hostile_paths_and_names_run_and_run_nothing_else(tmp_path: Path) -> None:
+    weird = tmp_path / "we ird 'q' \"dq\" ; $(touch CANARY) `touch CANARY2` dir"
+    weird.mkdir()
+    text = (DEMO / "quick.yaml").read_text(encoding="utf-8").replace("name: demo-quick\n", "")
+    recipe = weird / "my recipe; $(touch CANARY3) 'x'.yaml"
+    recipe.write_text(text, encoding="utf-8")
+    arm = load_recipe(recipe).arms[0]
+    assert "$(touch CANARY3)" in arm.name
+    job = await launch(weird, arm)
+    status = await wait_done(job)
+    assert status.state is JobState.COMPLETED, job.sweep_log
+    assert [p.status for p in read_points(job.job_dir)] == ["done"] * 3
+    script = next(weird.glob("*.sh"))
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    assert "#SBATCH --job-name=\"my recipe; $(touch CANARY3) 'x'\"" in script.read_text(encoding="utf-8")
+    for root in (tmp_path, weird, Path.cwd()):
+        assert not list(root.rglob("CANARY*")), root
+
+
+def test_batch_script_refuses_what_sbatch_cannot_take(tmp_path: Path) -> None:
+    arm = demo_arm("quick")
+    common = {"engine_path": "/e.py", "config_path": "/c.json"}
+    with pytest.raises(ValueError, match="%j"):
+        render_batch_script(arm, job_dir_template="/outputs", **common)
+    with pytest.raises(ValueError, match="line break"):
+        render_batch_script(arm, job_dir_template="/o/%j", job_name="a\nb", **common)
+    with pytest.raises(ValueError, match="attempt"):
+        render_batch_script(arm, job_dir_template="/o/%j", attempt=0, **common)
+    text = render_batch_script(
+        arm, job_dir_template="/o/%j", partition="debug", account="bench", time_limit="0:30", attempt=2, **common
+    )
+    assert text.startswith(
+        "#!/bin/bash\n#SBATCH --job-name=demo-quick\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n"
+    )
+    for line in ("#SBATCH --output=/o/%j/logs/sweep_%j.log", "#SBATCH --partition=debug", "#SBATCH --account=bench"):
+        assert line in text
+    assert "#SBATCH --time=0:30" in text and "--attempt 2" in text
+    twin = render_batch_script(demo_arm("mi355x-2p1d-dpa-tp8"), job_dir_template="/o/%j", **common)
+    assert "#SBATCH --nodes=3" in twin and "#SBATCH --time=04:00:00" in twin  # the recipe's slurm.time_limit
