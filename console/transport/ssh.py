@@ -23,6 +23,7 @@ import posixpath
 import random
 import secrets
 import shlex
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,8 @@ DEFAULT_KEEPALIVE_COUNT_MAX = 3
 DEFAULT_CONNECT_TIMEOUT = 15.0
 BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 30.0
+# A connection that lived this long was healthy: the next drop reconnects at once.
+STABLE_CONNECTION_S = 10.0
 # A refused channel on a live connection is back-pressure (MaxSessions), not a failure.
 CHANNEL_RETRY_S = 0.1
 TERMINATE_GRACE_S = 2.0
@@ -267,6 +270,8 @@ class SshTransport:
         self._listeners: list[StatusListener] = []
         self._status = ConnectionStatus(ConnectionState.DISCONNECTED, "not connected yet")
         self._closed = False
+        self._connected_at = 0.0
+        self._quick_drops = 0  # drops in a row of connections younger than STABLE_CONNECTION_S
         self.connects = 0  # successful connections, reconnects included
 
     # -- status -------------------------------------------------------------------------------
@@ -360,6 +365,8 @@ class SshTransport:
             return
         self._conn = None
         self._sftp = None
+        young = time.monotonic() - self._connected_at < STABLE_CONNECTION_S
+        self._quick_drops = self._quick_drops + 1 if young else 0
         for process in list(self._processes):
             process._release()  # their channels died with the connection
         if self._closed:
@@ -376,8 +383,17 @@ class SshTransport:
             self._connect_task = task
         return task
 
+    def _backoff(self, attempt: int) -> float:
+        return float(min(self._backoff_max, self._backoff_initial * 2**attempt) * random.uniform(0.8, 1.2))
+
     async def _connect_loop(self) -> asyncssh.SSHClientConnection:
-        attempt = 0
+        # The first attempt after a drop is immediate, unless connections keep dying young
+        # (a server that accepts and then drops us): then the backoff carries on growing.
+        attempt = max(0, self._quick_drops - 1)
+        if attempt:
+            delay = self._backoff(attempt - 1)
+            self._set_status(ConnectionState.RETRYING, f"disconnected, retrying in {delay:.1f} s: {self._status}")
+            await asyncio.sleep(delay)
         while True:
             if self._closed:
                 raise TransportError(f"{self.name}: transport closed")
@@ -403,17 +419,22 @@ class SshTransport:
                 self._set_status(ConnectionState.FAILED, message)
                 raise TransportError(message) from exc
             except _TRANSIENT as exc:
-                delay = min(self._backoff_max, self._backoff_initial * 2**attempt) * random.uniform(0.8, 1.2)
+                delay = self._backoff(attempt)
                 attempt += 1
                 reason = str(exc) or type(exc).__name__
                 self._set_status(ConnectionState.RETRYING, f"disconnected, retrying in {delay:.1f} s: {reason}")
                 await asyncio.sleep(delay)
                 continue
+            except Exception as exc:  # anything else is not going to heal by itself
+                message = f"{self.name}: cannot connect to {self.target} ({host} port {port}): {exc!r}"
+                self._set_status(ConnectionState.FAILED, message)
+                raise TransportError(message) from exc
             if self._closed:
                 conn.close()
                 raise TransportError(f"{self.name}: transport closed")
             self._conn = conn
             self._sftp = None
+            self._connected_at = time.monotonic()
             self.connects += 1
             self._set_status(ConnectionState.CONNECTED, f"connected to {self.target}")
             return conn

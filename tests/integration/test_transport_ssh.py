@@ -240,6 +240,25 @@ async def test_reconnects_after_the_session_is_killed(
         print(f"\n[figure] reconnect after the sshd session was killed: {reconnect_s * 1000:.0f} ms")
 
 
+async def test_connections_that_keep_dying_young_back_off(transport: SshTransport) -> None:
+    await transport.connect()
+    seen: list[ConnectionStatus] = []
+    transport.add_status_listener(seen.append)
+    for _ in range(2):
+        address = transport.local_address
+        assert address is not None
+        for pid in session_pids(address[1]):
+            os.kill(pid, signal.SIGKILL)
+        assert (await transport.run(["true"], timeout=20)).ok
+    states = [s.state for s in seen]
+    # The first drop reconnects at once; the second one, seconds later, waits a backoff first.
+    first_connected = states.index(ConnectionState.CONNECTED)
+    assert ConnectionState.RETRYING not in states[:first_connected]
+    assert ConnectionState.RETRYING in states[first_connected:]
+    assert states[-1] is ConnectionState.CONNECTED
+    assert transport.connects == 3
+
+
 async def test_a_dropped_connection_ends_a_streaming_process_with_transport_error(transport: SshTransport) -> None:
     proc = await transport.start(["sh", "-c", "echo ready; exec sleep 60"])
     assert await asyncio.wait_for(proc.readline(), 10) == b"ready\n"
