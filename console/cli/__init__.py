@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from console import __version__
-from console.cli import jobs_cmd, recipes_cmd
+from console.cli import jobs_cmd, recipes_cmd, scan_cmd
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
+    scan_cmd.add_parser(sub)
+
     p = sub.add_parser("tui", help="open the terminal UI (the default)")
     p.add_argument("paths", nargs="*", metavar="PATH", help="recipe folders to browse")
     return parser
@@ -77,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "launch": jobs_cmd.cmd_launch,
         "status": jobs_cmd.cmd_status,
         "cancel": jobs_cmd.cmd_cancel,
+        "scan": scan_cmd.cmd_scan,
         "tui": cmd_tui,
         None: cmd_tui,
     }

@@ -1,0 +1,367 @@
+"""From located findings to a diagnosis: root cause, consequences, verdict and advice.
+
+An :class:`Observation` is one signature matched at one file and line, with the worker,
+node and rank it came from and the time it was written where the line (or the lines
+before it) says. :func:`diagnose` turns a collection of them into a :class:`Diagnosis`:
+
+- findings are grouped by (signature, node, worker, rank) with counts;
+- the root cause is the earliest specific (non-wrapper) fatal finding: startup before
+  infra before runtime before scheduler, then the earliest time, then the narrower
+  (higher-priority) signature, then file order. Without one, the earliest non-wrapper
+  error, else the earliest fatal wrapper (the cause is then in a log that was not read);
+- every other error or fatal group is a consequence (wrappers and cascades);
+- "deterministic" when the root signature hits every worker of a role that has logs
+  (a role of two or more workers, or all workers when there are two or more);
+- the verdict: ``healthy`` (nothing fatal, no error), ``degraded`` (errors, nothing fatal),
+  ``doomed`` (a fatal startup finding while the scheduler still runs the job), ``failed``
+  (fatal, and the job ended or is ending).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from console.signatures import Finding, Matcher, default_matcher
+
+__all__ = [
+    "LIVE_STATES",
+    "VERDICTS",
+    "Diagnosis",
+    "FindingGroup",
+    "Observation",
+    "diagnose",
+    "diagnose_groups",
+    "group_findings",
+]
+
+VERDICTS: Final[tuple[str, ...]] = ("healthy", "degraded", "failed", "doomed")
+LIVE_STATES: Final = frozenset({"PENDING", "RUNNING", "CONFIGURING", "REQUEUED", "SUSPENDED"})
+_CATEGORY_RANK: Final = {"startup": 0, "infra": 1, "runtime": 2, "scheduler": 3}
+_SEVERITY_RANK: Final = {"fatal": 0, "error": 1, "warning": 2}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One finding at a file and 1-based line.
+
+    ``time`` is seconds (a UTC-naive epoch when ``time_has_date``, else seconds of the day);
+    ``order`` is the arrival order across all files, the last tie-breaker.
+    """
+
+    finding: Finding
+    file: str
+    line_no: int
+    text: str
+    order: int = 0
+    node: str | None = None
+    worker: str | None = None  # logical worker, e.g. "prefill_w0"
+    mode: str | None = None  # prefill | decode | agg
+    rank: str | None = None  # "3" (global rank), "DP1", "TP2"
+    time: float | None = None
+    time_has_date: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.finding.signature_id
+
+    @property
+    def category(self) -> str:
+        return self.finding.category
+
+    @property
+    def severity(self) -> str:
+        return self.finding.severity
+
+    @property
+    def wrapper(self) -> bool:
+        return self.finding.wrapper
+
+    @property
+    def key(self) -> tuple[str, str | None, str | None, str | None]:
+        """What deduplication groups by."""
+        return (self.id, self.node, self.worker, self.rank)
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "id": self.id,
+            "category": self.category,
+            "severity": self.severity,
+            "file": self.file,
+            "line_no": self.line_no,
+            "text": self.text,
+            "captures": dict(self.finding.captures),
+        }
+        if self.node is not None:
+            doc["node"] = self.node
+        if self.worker is not None:
+            doc["worker"] = self.worker
+        if self.rank is not None:
+            doc["rank"] = self.rank
+        return doc
+
+
+@dataclass(frozen=True)
+class FindingGroup:
+    """Observations of one signature at one (node, worker, rank): the first, and how many."""
+
+    first: Observation
+    count: int
+    last_line_no: int
+
+    @property
+    def id(self) -> str:
+        return self.first.id
+
+    def to_json(self) -> dict[str, Any]:
+        doc = self.first.to_json()
+        doc["count"] = self.count
+        doc["title"] = self.first.finding.title
+        doc["wrapper"] = self.first.wrapper
+        return doc
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdict on one attempt. ``to_json()`` is the documented JSON shape."""
+
+    root_cause: FindingGroup | None
+    consequences: tuple[FindingGroup, ...]
+    verdict: str
+    advice: str
+    deterministic: bool = False
+    deterministic_roles: tuple[str, ...] = ()
+    hint: str | None = None
+    root_count: int = 0  # lines of the root signature, all workers and ranks together
+    root_workers: tuple[str, ...] = ()  # workers whose logs hold the root signature
+    groups: tuple[FindingGroup, ...] = ()  # every group, in time order
+    counts: Mapping[str, int] = field(default_factory=dict)  # lines per signature
+    job_id: str | None = None
+    nodes: int | None = None
+    state: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        root: dict[str, Any] | None = None
+        if self.root_cause is not None:
+            root = self.root_cause.to_json()
+            root["hint"] = self.hint
+            root["occurrences"] = self.root_count
+            root["workers"] = list(self.root_workers)
+        return {
+            "root_cause": root,
+            "consequences": [g.to_json() for g in self.consequences],
+            "verdict": self.verdict,
+            "advice": self.advice,
+            "deterministic": self.deterministic,
+            "deterministic_roles": list(self.deterministic_roles),
+            "counts": dict(self.counts),
+            "job_id": self.job_id,
+            "nodes": self.nodes,
+            "state": self.state,
+        }
+
+
+# --------------------------------------------------------------------------- diagnose
+
+
+def diagnose(
+    observations: Iterable[Observation],
+    *,
+    state: str | None = None,
+    job_id: str | None = None,
+    nodes: int | None = None,
+    workers: Mapping[str, Iterable[str]] | None = None,
+    ending: bool = False,
+    matcher: Matcher | None = None,
+) -> Diagnosis:
+    """Diagnose one attempt from its located findings.
+
+    ``state`` is the scheduler's state (RUNNING, FAILED, ...; None when unknown, as in an
+    offline scan); ``workers`` maps each role to the logical workers that have logs (for
+    "deterministic"; by default the workers named by the findings); ``ending`` says the
+    orchestrator already ended the attempt (its log reached cleanup or the end), which
+    rules out "doomed".
+    """
+    groups = group_findings(observations)
+    return diagnose_groups(
+        groups, state=state, job_id=job_id, nodes=nodes, workers=workers, ending=ending, matcher=matcher
+    )
+
+
+def group_findings(observations: Iterable[Observation]) -> list[FindingGroup]:
+    """Deduplicate by (signature, node, worker, rank): the first of each, with counts."""
+    firsts: dict[tuple[str, str | None, str | None, str | None], Observation] = {}
+    tally: dict[tuple[str, str | None, str | None, str | None], int] = {}
+    last: dict[tuple[str, str | None, str | None, str | None], int] = {}
+    for o in observations:
+        key = o.key
+        if key not in firsts:
+            firsts[key] = o
+        tally[key] = tally.get(key, 0) + 1
+        last[key] = max(last.get(key, 0), o.line_no)
+    return [FindingGroup(first=firsts[k], count=tally[k], last_line_no=last[k]) for k in firsts]
+
+
+def diagnose_groups(
+    groups: Iterable[FindingGroup],
+    *,
+    state: str | None = None,
+    job_id: str | None = None,
+    nodes: int | None = None,
+    workers: Mapping[str, Iterable[str]] | None = None,
+    ending: bool = False,
+    matcher: Matcher | None = None,
+) -> Diagnosis:
+    """:func:`diagnose` for findings already grouped (a live follower keeps groups, not lines)."""
+    ordered = list(groups)
+    clock = _clock([g.first for g in ordered])
+    ordered.sort(key=lambda g: (clock(g.first), g.first.order, g.first.file, g.first.line_no))
+    state_name = _state_name(state)
+    counts: dict[str, int] = {}
+    for g in ordered:
+        counts[g.id] = counts.get(g.id, 0) + g.count
+
+    root = _root(ordered)
+    has_fatal = any(g.first.severity == "fatal" for g in ordered)
+    has_error = any(g.first.severity == "error" for g in ordered)
+
+    roles = _roles(workers, ordered)
+    det_roles: tuple[str, ...] = ()
+    deterministic = False
+    root_workers: tuple[str, ...] = ()
+    root_count = 0
+    hint: str | None = None
+    consequences: tuple[FindingGroup, ...] = ()
+    if root is not None:
+        root_id = root.id
+        root_groups = [g for g in ordered if g.id == root_id]
+        root_count = sum(g.count for g in root_groups)
+        root_workers = tuple(sorted({g.first.worker for g in root_groups if g.first.worker is not None}))
+        det_roles, deterministic = _determinism(set(root_workers), roles)
+        consequences = tuple(g for g in ordered if g.id != root_id and g.first.severity in ("fatal", "error"))
+        try:
+            hint = (matcher or default_matcher()).signature(root_id).hint
+        except KeyError:
+            hint = None
+
+    live = state_name in LIVE_STATES
+    if not has_fatal:
+        verdict = "degraded" if has_error else "healthy"
+    elif live and not ending and any(g.first.severity == "fatal" and g.first.category == "startup" for g in ordered):
+        verdict = "doomed"
+    else:
+        verdict = "failed"
+
+    advice = _advice(verdict, root, hint, deterministic, root_workers, job_id, nodes)
+    return Diagnosis(
+        root_cause=root,
+        consequences=consequences,
+        verdict=verdict,
+        advice=advice,
+        deterministic=deterministic,
+        deterministic_roles=det_roles,
+        hint=hint,
+        root_count=root_count,
+        root_workers=root_workers,
+        groups=tuple(ordered),
+        counts=counts,
+        job_id=job_id,
+        nodes=nodes,
+        state=state_name,
+    )
+
+
+def _clock(obs: list[Observation]) -> Callable[[Observation], float]:
+    """A time key: absolute when every timed observation has a date, else the time of day."""
+    dated = all(o.time_has_date for o in obs if o.time is not None)
+
+    def key(o: Observation) -> float:
+        if o.time is None:
+            return math.inf
+        return o.time if dated else o.time % 86400.0
+
+    return key
+
+
+def _root(groups: list[FindingGroup]) -> FindingGroup | None:
+    tiers = (
+        [g for g in groups if g.first.severity == "fatal" and not g.first.wrapper],
+        [g for g in groups if g.first.severity == "error" and not g.first.wrapper],
+        [g for g in groups if g.first.severity == "fatal"],
+    )
+    for tier in tiers:
+        if tier:
+            clock = _clock([g.first for g in tier])
+            return min(
+                tier,
+                key=lambda g: (
+                    _CATEGORY_RANK.get(g.first.category, 9),
+                    clock(g.first),
+                    -g.first.finding.priority,
+                    g.first.order,
+                    g.first.file,
+                    g.first.line_no,
+                ),
+            )
+    return None
+
+
+def _roles(workers: Mapping[str, Iterable[str]] | None, groups: list[FindingGroup]) -> dict[str, set[str]]:
+    if workers is not None:
+        return {role: set(names) for role, names in workers.items() if names}
+    roles: dict[str, set[str]] = {}
+    for g in groups:
+        if g.first.mode is not None and g.first.worker is not None:
+            roles.setdefault(g.first.mode, set()).add(g.first.worker)
+    return roles
+
+
+def _determinism(hit: set[str], roles: dict[str, set[str]]) -> tuple[tuple[str, ...], bool]:
+    full = tuple(sorted(role for role, names in roles.items() if names and names <= hit))
+    everyone = set().union(*roles.values()) if roles else set()
+    deterministic = any(len(roles[role]) >= 2 for role in full) or (len(everyone) >= 2 and everyone <= hit)
+    return full, deterministic
+
+
+def _advice(
+    verdict: str,
+    root: FindingGroup | None,
+    hint: str | None,
+    deterministic: bool,
+    root_workers: tuple[str, ...],
+    job_id: str | None,
+    nodes: int | None,
+) -> str:
+    if verdict == "healthy":
+        return "no failure found: nothing to do"
+    if root is None:
+        return "no failure found: nothing to do"
+    cause = f"{root.id} ({root.first.finding.title})"
+    parts: list[str] = []
+    if verdict == "degraded":
+        parts.append(f"errors were logged but nothing fatal; watch {cause}")
+    elif verdict == "doomed":
+        job = f"job {job_id}" if job_id else "the job"
+        freed = f"its {nodes} node(s)" if nodes else "its node(s)"
+        parts.append(f"cancel {job} to free {freed}: it cannot recover")
+    if verdict in ("doomed", "failed"):
+        if deterministic:
+            parts.append(f"a plain rerun will fail the same way; fix {cause} first (pin a fixed build)")
+        elif root.first.wrapper:
+            parts.append(f"only a consequence was found ({cause}): read the worker logs for the cause, then rerun")
+        else:
+            where = ", ".join(root_workers) if root_workers else root.first.file
+            parts.append(f"looks like a one-off ({cause} in {where} only): rerun")
+    text = "; ".join(parts)
+    if hint and verdict in ("doomed", "failed"):
+        text += f". Hint: {hint}"
+    return text
+
+
+def _state_name(state: object) -> str | None:
+    if state is None:
+        return None
+    value = getattr(state, "value", state)
+    return str(value).strip().upper().split(" ")[0] or None

@@ -1,0 +1,667 @@
+"""Attempt stage, readiness and per-worker progress, read from srtctl's own log lines.
+
+A :class:`StageTracker` is fed the lines of an attempt's files as they arrive (whole files
+from the start, or live appends) and keeps the state::
+
+    tracker = StageTracker()
+    changes = tracker.feed("logs/sweep_39443.log", lines)     # StageChange events
+    changes += tracker.feed("logs/nodeA_prefill_w0.out", lines)
+    snap = tracker.snapshot(scheduler_state="RUNNING")
+    snap.stage, snap.readiness.label, snap.workers["nodeA_prefill_w0"].stage
+
+The attempt stage follows the orchestrator log (``sweep_<JOBID>.log``) with the markers
+``srtctl monitor`` uses, applied to the whole log rather than its tail: the latest marker
+wins until ``[INFO] Cleanup``, after which only the end (completed, failed) can change.
+A finished scheduler state turns a stage still in progress into Killed or Timed Out.
+
+Workers come from ``<node>_<mode>_w<idx>.out`` files; their progress (shards loaded, CUDA
+graphs captured, server up, registered/ready) from the engines' startup lines (SGLang,
+vLLM, ATOM, TensorRT-LLM variants). A worker's stage never goes backwards.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import PurePath
+from typing import Final
+
+__all__ = [
+    "SWEEP_LOG_RE",
+    "WORKER_FILE_RE",
+    "Readiness",
+    "Stage",
+    "StageChange",
+    "StageSnapshot",
+    "StageTracker",
+    "WorkerProgress",
+    "WorkerStage",
+    "parse_worker_file",
+]
+
+WORKER_FILE_RE: Final = re.compile(r"^(?P<node>.+)_(?P<mode>prefill|decode|agg)_w(?P<idx>\d+)\.out$")
+SWEEP_LOG_RE: Final = re.compile(r"^sweep(?:_[\w.\-]+)?\.log$")
+_SCAN_CHARS: Final[int] = 4096
+
+
+class Stage(str, Enum):
+    """Stage of an attempt, in the order srtctl goes through them."""
+
+    INITIALIZING = "Initializing"
+    STARTING = "Starting"
+    STARTING_INFRA = "Starting Infra"
+    HEAD_READY = "Head Ready"
+    STARTING_WORKERS = "Starting Workers"
+    STARTING_FRONTEND = "Starting Frontend"
+    AWAITING_WORKERS = "Awaiting Workers"
+    BENCHMARKING = "Benchmarking"
+    FINALIZING = "Finalizing"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    KILLED = "Killed"
+    TIMED_OUT = "Timed Out"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL: Final = frozenset({Stage.COMPLETED, Stage.FAILED, Stage.KILLED, Stage.TIMED_OUT})
+
+
+class WorkerStage(str, Enum):
+    """Startup progress of one worker; the order of the members is the order of progress."""
+
+    STARTING = "starting"
+    LOADING = "loading shards"
+    LOADED = "shards loaded"
+    CAPTURING = "capturing graphs"
+    CAPTURED = "graphs captured"
+    SERVER_UP = "server up"
+    READY = "ready"
+    FAILED = "failed"
+
+    @property
+    def rank(self) -> int:
+        return _WORKER_ORDER[self]
+
+
+_WORKER_ORDER: Final = {stage: i for i, stage in enumerate(WorkerStage)}
+
+
+@dataclass(frozen=True)
+class StageChange:
+    """One change: ``subject`` is ``"stage"``, ``"readiness"`` or a worker's name."""
+
+    subject: str
+    old: str | None
+    new: str
+    file: str
+    line_no: int  # 1-based line of the file that caused it (0: not caused by a line)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"subject": self.subject, "old": self.old, "new": self.new, "file": self.file, "line_no": self.line_no}
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Workers registered with the frontend, as the orchestrator reports them."""
+
+    have_prefill: int = 0
+    want_prefill: int = 0
+    have_decode: int = 0  # aggregated workers count as decodes, as srtctl does
+    want_decode: int = 0
+    ready: bool = False
+    known: bool = False  # a readiness or expectation line has been seen
+
+    @property
+    def label(self) -> str:
+        """``2/4P 4/4D``; the prefill part is left out when no prefill is expected."""
+        if not self.known:
+            return ""
+        parts = []
+        if self.want_prefill or self.have_prefill:
+            parts.append(f"{self.have_prefill}/{self.want_prefill}P")
+        if self.want_decode or self.have_decode or not parts:
+            parts.append(f"{self.have_decode}/{self.want_decode}D")
+        return " ".join(parts)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "label": self.label,
+            "have_prefill": self.have_prefill,
+            "want_prefill": self.want_prefill,
+            "have_decode": self.have_decode,
+            "want_decode": self.want_decode,
+            "ready": self.ready,
+        }
+
+
+@dataclass
+class WorkerProgress:
+    """One worker log file's progress. ``name`` is the file stem (``<node>_<mode>_w<idx>``)."""
+
+    name: str
+    node: str
+    mode: str
+    index: int
+    file: str
+    stage: WorkerStage = WorkerStage.STARTING
+    shards_loaded: int | None = None
+    shards_total: int | None = None
+    graphs_captured: int | None = None
+    graphs_total: int | None = None
+    server_up: bool = False
+    ready: bool = False
+    failure: str | None = None
+
+    @property
+    def worker(self) -> str:
+        """The logical worker (``prefill_w0``); a multi-node worker has one file per node."""
+        return f"{self.mode}_w{self.index}"
+
+    @property
+    def shards_label(self) -> str:
+        if self.shards_total is None:
+            return ""
+        return f"{self.shards_loaded or 0}/{self.shards_total}"
+
+    @property
+    def graphs_label(self) -> str:
+        if self.graphs_total is None:
+            return "done" if self.stage.rank >= WorkerStage.CAPTURED.rank and self.graphs_captured else ""
+        return f"{self.graphs_captured or 0}/{self.graphs_total}"
+
+    def copy(self) -> WorkerProgress:
+        return WorkerProgress(**{f: getattr(self, f) for f in self.__dataclass_fields__})
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "worker": self.worker,
+            "node": self.node,
+            "mode": self.mode,
+            "index": self.index,
+            "file": self.file,
+            "stage": self.stage.value,
+            "shards": self.shards_label or None,
+            "graphs": self.graphs_label or None,
+            "server_up": self.server_up,
+            "ready": self.ready,
+            "failure": self.failure,
+        }
+
+
+@dataclass(frozen=True)
+class StageSnapshot:
+    """The tracker's state at one moment (copies: safe to keep)."""
+
+    stage: Stage
+    readiness: Readiness
+    workers: dict[str, WorkerProgress] = field(default_factory=dict)
+    job_id: str | None = None
+    nodes: int | None = None
+    failing: bool = False  # the orchestrator logged a failure (health timeout, critical exit ...)
+    failure: str | None = None  # the first such line's message
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "stage": self.stage.value,
+            "readiness": self.readiness.as_dict(),
+            "workers": {name: w.as_dict() for name, w in sorted(self.workers.items())},
+            "job_id": self.job_id,
+            "nodes": self.nodes,
+            "failing": self.failing,
+            "failure": self.failure,
+        }
+
+
+def parse_worker_file(path: str) -> tuple[str, str, int] | None:
+    """``(node, mode, index)`` of a worker log file name, or None."""
+    m = WORKER_FILE_RE.match(PurePath(path).name)
+    if m is None:
+        return None
+    return m.group("node"), m.group("mode"), int(m.group("idx"))
+
+
+# --------------------------------------------------------------------------- sweep log rules
+
+# (keyword that must be in the line, pattern, stage). Checked in this order; the first rule
+# that matches a line decides it, as in `srtctl monitor`.
+_STAGE_RULES: Final[tuple[tuple[str, re.Pattern[str], Stage], ...]] = (
+    ("benchmark", re.compile(r"Server is healthy - starting benchmark|Running \S+ benchmark"), Stage.BENCHMARKING),
+    ("manual", re.compile(r"Benchmark type is 'manual'"), Stage.BENCHMARKING),
+    ("Polling http", re.compile(r"Polling https?://"), Stage.AWAITING_WORKERS),
+    ("Model is not ready", re.compile(r"Model is not ready"), Stage.AWAITING_WORKERS),
+    ("Waiting for", re.compile(r"Waiting for server health|Waiting for workers to be ready"), Stage.AWAITING_WORKERS),
+    ("Starting frontend", re.compile(r"Starting frontend"), Stage.STARTING_FRONTEND),
+    ("Starting backend workers", re.compile(r"Starting backend workers"), Stage.STARTING_WORKERS),
+    ("is ready", re.compile(r"(?:etcd|NATS) is ready"), Stage.HEAD_READY),
+    ("Starting infrastructure", re.compile(r"Starting infrastructure services"), Stage.STARTING_INFRA),
+    ("Sweep Orchestrator", re.compile(r"Sweep Orchestrator\s*$"), Stage.STARTING),
+)
+_CLEANUP_RE: Final = re.compile(r"\[INFO\]\s+Cleanup\s*$")
+_BENCH_OK_RE: Final = re.compile(r"Benchmark completed successfully")
+_FAILED_RES: Final = (
+    re.compile(r"Benchmark failed with exit code (-?\d+)"),
+    re.compile(r"Error during sweep"),
+    re.compile(r"Model did not get healthy in \d+ seconds"),
+    re.compile(r"Server did not become healthy"),
+    re.compile(r"Critical process '[^']{1,200}' exited with code -?\d+"),
+    re.compile(r"Critical process failure detected"),
+    re.compile(r"Health check failed after \d+ attempts"),
+    re.compile(r"(?:NATS|etcd|mooncake_master RPC) failed to start"),
+    re.compile(r"Model staging failed on"),
+    re.compile(r"Config error: "),
+)
+_FAILED_KEYS: Final = ("failed", "Failed", "Error during", "did not", "Critical process", "Config error")
+_SWEEP_DONE_RE: Final = re.compile(r"✓ Sweep completed successfully")
+_SWEEP_FAILED_RE: Final = re.compile(r"✗ Sweep failed \(exit code: (-?\d+)\)|Sweep failed \(exit code")
+_CRITICAL_RE: Final = re.compile(r"Critical process '(?P<name>[^']{1,200})' exited with code (?P<code>-?\d+)")
+_SIGTERM_RE: Final = re.compile(r"Received signal (SIG[A-Z]+), initiating cleanup")
+_TIME_LIMIT_RE: Final = re.compile(r"CANCELLED AT \S+ DUE TO TIME LIMIT")
+_JOB_ID_RE: Final = re.compile(r"(?:^|\]\s|\s)Job ID: (?P<job>\d{1,12}(?:_\d{1,8})?)\s*$")
+_NODES_RE: Final = re.compile(r"^\s*Nodes: (?P<n>\d{1,6})\s*$")
+_WORKER_NODES_RE: Final = re.compile(r"Worker nodes: (?P<nodes>.+?)\s*$")
+
+_NOT_READY_RE: Final = re.compile(
+    r"waiting for (-?\d+) prefills? and (-?\d+) decodes?\. Have (\d+) prefills? and (\d+) decodes?"
+)
+_READY_RE: Final = re.compile(r"Model is ready\. Have (\d+) prefills? and (\d+) decodes?")
+_EXPECT_PD_RE: Final = re.compile(r"expecting \d+ health entries: (\d+)P \+ (\d+)D")
+_EXPECT_AGG_RE: Final = re.compile(r"expecting (\d+) agg\b")
+_POLL_FOR_RE: Final = re.compile(r"Polling \S+ every \S+ for (\d+) prefills? and (\d+) decodes?")
+_OTHER_READY_RE: Final = re.compile(r"trtllm-serve frontend healthy at|vLLM OpenAI server ready at")
+_READINESS_KEYS: Final = ("ready", "expecting", "Polling", "healthy at")
+
+# --------------------------------------------------------------------------- worker rules
+
+# safetensors/pt progress bars (tqdm; a line may hold several `\r` updates: the last wins).
+_SHARDS_RE: Final = re.compile(
+    r"Loading (?:safetensors |pt |bin |gguf |model )?(?:checkpoint )?(?:shards|weights)\b[^|\r\n]{0,60}?\|\s{0,4}"
+    r"(\d{1,6})/(\d{1,6})"
+)
+_LOADED_RE: Final = re.compile(
+    r"Load weight end|Loading weights took|Model loading took|Model loaded in|Loading model weights took"
+    r"|Finished loading (?:model )?weights|[Ww]eights loaded|Model load(?:ing)? (?:done|finished|complete)"
+)
+_GRAPH_BAR_RE: Final = re.compile(
+    r"Captur(?:ing|e)[^:\r\n|]{0,120}?:\s{0,4}\d{1,3}%\|[^|\r\n]{0,200}\|\s{0,4}(\d{1,6})/(\d{1,6})"
+)
+_GRAPH_BEGIN_RE: Final = re.compile(
+    r"Capture (?:cuda|hip) ?graph begin|Capturing (?:CUDA|HIP|cuda|hip) ?graphs? for|cudagraph capture (?:begin|start)",
+    re.IGNORECASE,
+)
+_GRAPH_END_RE: Final = re.compile(
+    r"Capture (?:cuda|hip) ?graph end|(?:cuda|hip) ?graph capture (?:done|finished|complete)"
+    r"|Graph capturing finished|(?:cuda|hip) ?graphs? captured|cudagraph capture (?:done|finished|end)",
+    re.IGNORECASE,
+)
+_SERVER_UP_RE: Final = re.compile(
+    r"Uvicorn running on|Application startup complete|Server started on https?://"
+    r"|server (?:is )?(?:listening|running) (?:on|at) https?://|Started HTTP server|OpenAI server (?:is )?ready"
+)
+_READY_WORKER_RE: Final = re.compile(
+    r"The server is fired up and ready to roll|Registered with \S{0,80} ?(?:router|frontend)"
+    r"|[Rr]egistered (?:with|to) (?:the )?(?:router|frontend|etcd|discovery|atomesh)"
+    r"|Worker \S{1,80} registered|Successfully registered"
+)
+_WORKER_KEYS: Final = (
+    "oad",
+    "eights",
+    "aptur",
+    "raph",
+    "Uvicorn",
+    "startup complete",
+    "erver",
+    "egister",
+)
+
+
+class StageTracker:
+    """Stage, readiness and worker progress of one attempt, kept as lines arrive."""
+
+    def __init__(self) -> None:
+        self._stage = Stage.INITIALIZING
+        self._cleanup = False
+        self._bench_ok = False
+        self._failed = False
+        self._failure: str | None = None
+        self._final: Stage | None = None  # from the batch script's last line
+        self._signalled = False
+        self._time_limit = False
+        self._readiness = Readiness()
+        self._workers: dict[str, WorkerProgress] = {}
+        self._line_counts: dict[str, int] = {}
+        self._job_id: str | None = None
+        self._nodes: int | None = None
+        self._worker_nodes: tuple[str, ...] = ()
+        self._scheduler_state: str | None = None
+        # Critical-exit lines of the sweep log, by (node, mode, index): the worker's file
+        # may be fed after the sweep log.
+        self._exits: dict[tuple[str, str, int], tuple[str, str, int]] = {}
+
+    # ------------------------------------------------------------------ feeding
+
+    def feed(self, file: str, lines: Iterable[str], *, first_line_no: int | None = None) -> list[StageChange]:
+        """Take the next lines of ``file`` (in order); return what changed.
+
+        Line numbers continue from the lines already fed for that file unless
+        ``first_line_no`` (1-based) says where ``lines`` start.
+        """
+        name = PurePath(file).name
+        count = self._line_counts.get(file, 0) if first_line_no is None else first_line_no - 1
+        changes: list[StageChange] = []
+        if SWEEP_LOG_RE.match(name):
+            for line in lines:
+                count += 1
+                self._sweep_line(file, count, line[:_SCAN_CHARS], changes)
+        else:
+            parsed = WORKER_FILE_RE.match(name)
+            if parsed is None:
+                for _ in lines:
+                    count += 1
+            else:
+                worker = self._worker(file, parsed, changes)
+                for line in lines:
+                    count += 1
+                    self._worker_line(worker, file, count, line[:_SCAN_CHARS], changes)
+        self._line_counts[file] = max(count, self._line_counts.get(file, 0))
+        return changes
+
+    def feed_line(self, file: str, line: str) -> list[StageChange]:
+        return self.feed(file, (line,))
+
+    def lines_seen(self, file: str) -> int:
+        return self._line_counts.get(file, 0)
+
+    def mark_worker_failed(self, file: str, reason: str, line_no: int = 0) -> list[StageChange]:
+        """Record that the worker writing ``file`` failed (a fatal finding in its log)."""
+        parsed = WORKER_FILE_RE.match(PurePath(file).name)
+        if parsed is None:
+            return []
+        changes: list[StageChange] = []
+        worker = self._worker(file, parsed, changes)
+        if worker.failure is None or worker.failure.startswith("exited with code"):
+            # A finding in the worker's own log says more than its exit code.
+            worker.failure = reason
+        self._advance(worker, WorkerStage.FAILED, file, line_no, changes)
+        return changes
+
+    def set_scheduler_state(self, state: str | None) -> list[StageChange]:
+        """Tell the tracker the scheduler's state; a finished job ends a stage in progress."""
+        before = self.stage
+        self._scheduler_state = _state_name(state)
+        after = self.stage
+        if after is before:
+            return []
+        return [StageChange("stage", before.value, after.value, "", 0)]
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def stage(self) -> Stage:
+        return self._resolve(self._scheduler_state)
+
+    @property
+    def readiness(self) -> Readiness:
+        return self._readiness
+
+    @property
+    def job_id(self) -> str | None:
+        return self._job_id
+
+    @property
+    def nodes(self) -> int | None:
+        """Node count of the allocation (the batch banner), else the nodes seen in worker files."""
+        if self._nodes is not None:
+            return self._nodes
+        nodes = {w.node for w in self._workers.values()} | set(self._worker_nodes)
+        return len(nodes) or None
+
+    @property
+    def failing(self) -> bool:
+        return self._failed
+
+    def snapshot(self, scheduler_state: str | None = None) -> StageSnapshot:
+        """The current state; ``scheduler_state`` overrides the one set for this call only."""
+        state = _state_name(scheduler_state) if scheduler_state is not None else self._scheduler_state
+        workers = {name: w.copy() for name, w in self._workers.items()}
+        if self._readiness.ready:
+            for w in workers.values():
+                if w.stage is not WorkerStage.FAILED and w.stage.rank < WorkerStage.READY.rank:
+                    w.stage = WorkerStage.READY
+                    w.ready = True
+        return StageSnapshot(
+            stage=self._resolve(state),
+            readiness=self._readiness,
+            workers=workers,
+            job_id=self._job_id,
+            nodes=self.nodes,
+            failing=self._failed,
+            failure=self._failure,
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _resolve(self, state: str | None) -> Stage:
+        if self._final is not None:
+            return self._final
+        if self._cleanup:
+            if self._bench_ok:
+                stage = Stage.COMPLETED
+            elif self._failed:
+                stage = Stage.FAILED
+            else:
+                stage = Stage.FINALIZING
+        else:
+            stage = self._stage
+        if state is None or stage.terminal or state in _LIVE_STATES:
+            return stage
+        if state == "TIMEOUT" or state == "DEADLINE" or self._time_limit:
+            return Stage.TIMED_OUT
+        if self._failed:
+            return Stage.FAILED
+        if state == "COMPLETED" and stage is Stage.FINALIZING:
+            return Stage.COMPLETED
+        return Stage.KILLED
+
+    def _set_stage(self, before: Stage, file: str, line_no: int, changes: list[StageChange]) -> None:
+        after = self.stage
+        if after is not before:
+            changes.append(StageChange("stage", before.value, after.value, file, line_no))
+
+    def _sweep_line(self, file: str, line_no: int, line: str, changes: list[StageChange]) -> None:
+        before = self.stage
+        if self._stage is Stage.INITIALIZING and line.strip():
+            # The batch script writes its banner first; any line means it runs.
+            self._stage = Stage.STARTING
+        self._sweep_facts(line)
+        self._readiness_line(file, line_no, line, changes)
+        if _SWEEP_DONE_RE.search(line):
+            self._final = Stage.COMPLETED
+        elif "Sweep failed" in line and _SWEEP_FAILED_RE.search(line):
+            self._final = Stage.FAILED
+            self._note_failure(line)
+        elif "Cleanup" in line and _CLEANUP_RE.search(line):
+            self._cleanup = True
+        else:
+            if "completed successfully" in line and _BENCH_OK_RE.search(line):
+                self._bench_ok = True
+            if any(k in line for k in _FAILED_KEYS):
+                for pattern in _FAILED_RES:
+                    if pattern.search(line):
+                        self._note_failure(line)
+                        break
+                critical = _CRITICAL_RE.search(line)
+                if critical is not None:
+                    self._critical_exit(critical, file, line_no, changes)
+            if "initiating cleanup" in line and _SIGTERM_RE.search(line):
+                self._signalled = True
+            if "TIME LIMIT" in line and _TIME_LIMIT_RE.search(line):
+                self._time_limit = True
+            if not self._cleanup:
+                for keyword, pattern, stage in _STAGE_RULES:
+                    if keyword in line and pattern.search(line):
+                        self._stage = stage
+                        break
+        self._set_stage(before, file, line_no, changes)
+
+    def _note_failure(self, line: str) -> None:
+        if not self._failed:
+            self._failed = True
+            self._failure = _message(line)
+
+    def _sweep_facts(self, line: str) -> None:
+        if self._job_id is None and "Job ID:" in line:
+            m = _JOB_ID_RE.search(line)
+            if m is not None:
+                self._job_id = m.group("job")
+        if self._nodes is None and "Nodes:" in line:
+            m = _NODES_RE.search(line)
+            if m is not None:
+                self._nodes = int(m.group("n"))
+        if not self._worker_nodes and "Worker nodes:" in line:
+            m = _WORKER_NODES_RE.search(line)
+            if m is not None:
+                self._worker_nodes = tuple(n.strip() for n in m.group("nodes").split(",") if n.strip())
+
+    def _readiness_line(self, file: str, line_no: int, line: str, changes: list[StageChange]) -> None:
+        if not any(k in line for k in _READINESS_KEYS):
+            return
+        old = self._readiness
+        new = old
+        m = _NOT_READY_RE.search(line)
+        if m is not None:
+            wp, wd, hp, hd = (int(g) for g in m.groups())
+            new = Readiness(hp, max(hp + wp, 0), hd, max(hd + wd, 0), ready=False, known=True)
+        elif (m := _READY_RE.search(line)) is not None:
+            hp, hd = int(m.group(1)), int(m.group(2))
+            new = Readiness(hp, max(hp, old.want_prefill), hd, max(hd, old.want_decode), ready=True, known=True)
+        elif (m := _EXPECT_PD_RE.search(line)) is not None or (m := _POLL_FOR_RE.search(line)) is not None:
+            wp, wd = int(m.group(1)), int(m.group(2))
+            new = Readiness(old.have_prefill, wp, old.have_decode, wd, ready=old.ready, known=True)
+        elif (m := _EXPECT_AGG_RE.search(line)) is not None:
+            new = Readiness(0, 0, old.have_decode, int(m.group(1)), ready=old.ready, known=True)
+        elif _OTHER_READY_RE.search(line):
+            new = Readiness(old.want_prefill, old.want_prefill, old.want_decode, old.want_decode, True, old.known)
+        if new != old:
+            self._readiness = new
+            if new.label != old.label or new.ready != old.ready:
+                label = new.label + (" ready" if new.ready else "")
+                old_label = (old.label + (" ready" if old.ready else "")) or None
+                changes.append(StageChange("readiness", old_label, label.strip(), file, line_no))
+
+    def _critical_exit(self, m: re.Match[str], file: str, line_no: int, changes: list[StageChange]) -> None:
+        # srtctl names worker processes `<mode>_<idx>_<node>`.
+        name = m.group("name")
+        pm = re.match(r"^(prefill|decode|agg)_(\d+)_(.+)$", name)
+        if pm is None:
+            return
+        key = (pm.group(3), pm.group(1), int(pm.group(2)))
+        reason = f"exited with code {m.group('code')}"
+        self._exits.setdefault(key, (reason, file, line_no))
+        for worker in self._workers.values():
+            if (worker.node, worker.mode, worker.index) == key:
+                self._exited(worker, reason, file, line_no, changes)
+
+    def _exited(self, worker: WorkerProgress, reason: str, file: str, line_no: int, changes: list[StageChange]) -> None:
+        if worker.failure is None:
+            worker.failure = reason
+        self._advance(worker, WorkerStage.FAILED, file, line_no, changes)
+
+    def _worker(self, file: str, parsed: re.Match[str], changes: list[StageChange]) -> WorkerProgress:
+        name = PurePath(file).name[: -len(".out")]
+        worker = self._workers.get(name)
+        if worker is None:
+            worker = WorkerProgress(
+                name=name,
+                node=parsed.group("node"),
+                mode=parsed.group("mode"),
+                index=int(parsed.group("idx")),
+                file=file,
+            )
+            self._workers[name] = worker
+            changes.append(StageChange(name, None, worker.stage.value, file, 0))
+            exited = self._exits.get((worker.node, worker.mode, worker.index))
+            if exited is not None:
+                self._exited(worker, *exited, changes)
+        return worker
+
+    def _worker_line(
+        self, worker: WorkerProgress, file: str, line_no: int, line: str, changes: list[StageChange]
+    ) -> None:
+        if not any(k in line for k in _WORKER_KEYS):
+            return
+        if "oad" in line:
+            found = _last_match(_SHARDS_RE, line)
+            if found is not None:
+                done, total = int(found.group(1)), int(found.group(2))
+                worker.shards_loaded, worker.shards_total = done, total
+                stage = WorkerStage.LOADED if total and done >= total else WorkerStage.LOADING
+                self._advance(worker, stage, file, line_no, changes)
+                return
+            if _LOADED_RE.search(line):
+                if worker.shards_total is not None:
+                    worker.shards_loaded = worker.shards_total
+                self._advance(worker, WorkerStage.LOADED, file, line_no, changes)
+                return
+        if "aptur" in line or "raph" in line:
+            bar = _last_match(_GRAPH_BAR_RE, line)
+            if bar is not None:
+                done, total = int(bar.group(1)), int(bar.group(2))
+                worker.graphs_captured, worker.graphs_total = done, total
+                self._advance(worker, WorkerStage.CAPTURING, file, line_no, changes)
+                return
+            if _GRAPH_END_RE.search(line):
+                if worker.graphs_total is not None:
+                    worker.graphs_captured = worker.graphs_total
+                else:
+                    worker.graphs_captured = 1
+                self._advance(worker, WorkerStage.CAPTURED, file, line_no, changes)
+                return
+            if _GRAPH_BEGIN_RE.search(line):
+                self._advance(worker, WorkerStage.CAPTURING, file, line_no, changes)
+                return
+        if _READY_WORKER_RE.search(line):
+            worker.server_up = True
+            worker.ready = True
+            self._advance(worker, WorkerStage.READY, file, line_no, changes)
+        elif _SERVER_UP_RE.search(line):
+            worker.server_up = True
+            self._advance(worker, WorkerStage.SERVER_UP, file, line_no, changes)
+
+    @staticmethod
+    def _advance(
+        worker: WorkerProgress, stage: WorkerStage, file: str, line_no: int, changes: list[StageChange]
+    ) -> None:
+        if worker.stage is WorkerStage.FAILED or stage.rank <= worker.stage.rank:
+            return
+        old = worker.stage
+        worker.stage = stage
+        changes.append(StageChange(worker.name, old.value, stage.value, file, line_no))
+
+
+_LIVE_STATES: Final = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "REQUEUED"})
+_PREFIX_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+\[[A-Z]+\]\s+")
+
+
+def _state_name(state: object) -> str | None:
+    if state is None:
+        return None
+    value = getattr(state, "value", state)
+    return str(value).strip().upper().split(" ")[0] or None
+
+
+def _message(line: str) -> str:
+    return _PREFIX_RE.sub("", line.strip())[:300]
+
+
+def _last_match(pattern: re.Pattern[str], line: str) -> re.Match[str] | None:
+    """The last match in the line (a progress bar rewritten with carriage returns)."""
+    last = None
+    for last in pattern.finditer(line):  # noqa: B007 - only the last one is wanted
+        pass
+    return last

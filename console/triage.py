@@ -1,0 +1,297 @@
+"""Triage of one attempt's logs: matching, stages and diagnosis together.
+
+:class:`Triage` takes lines per file, as a live follower or an offline scan delivers them,
+cleans them (escape sequences and control characters out, long lines capped), matches
+them against the signature catalog, keeps the stage tracker up to date and collects
+located findings::
+
+    triage = Triage()
+    update = triage.feed("logs/nodeA_prefill_w0.out", lines)   # new findings, stage changes
+    diagnosis = triage.diagnose(state="RUNNING")
+
+:func:`read_lines` reads a file line by line with bounded memory, whatever its line
+lengths, and :func:`looks_binary` tells a log from a binary file.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any, BinaryIO, Final
+
+from console.diagnosis import Diagnosis, FindingGroup, Observation, diagnose_groups
+from console.signatures import Finding, Matcher, default_matcher
+from console.stages import WORKER_FILE_RE, Stage, StageChange, StageSnapshot, StageTracker
+
+__all__ = [
+    "MAX_FINDINGS",
+    "MAX_TEXT_CHARS",
+    "Triage",
+    "TriageUpdate",
+    "clean_text",
+    "line_time",
+    "looks_binary",
+    "read_lines",
+]
+
+MAX_TEXT_CHARS: Final[int] = 4096
+"""A line is cut to this many characters before it is matched or shown."""
+MAX_FINDINGS: Final[int] = 20_000
+"""Located findings kept per attempt; later ones are still counted in the diagnosis groups."""
+_READ_BYTES: Final[int] = MAX_TEXT_CHARS * 4  # enough bytes for MAX_TEXT_CHARS characters of UTF-8
+_LOOKBACK: Final[int] = 200  # lines kept per file to date an undated line (a traceback)
+
+_ANSI_RE: Final = re.compile(r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROL_RE: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+_FULL_TIME_RE: Final = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?!\d)")
+_DAY_TIME_RE: Final = re.compile(r"(?<![\d:.])(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?![\d:])")
+_TIME_PREFIX_CHARS: Final[int] = 80
+_RANK_KEYS: Final = (("rank", ""), ("dp_rank", "DP"), ("tp_rank", "TP"), ("ep_rank", "EP"))
+_PROCESS_RE: Final = re.compile(r"^(?P<mode>prefill|decode|agg)_(?P<idx>\d+)_(?P<node>.+)$")
+
+
+def clean_text(line: str) -> str:
+    """The line without escape sequences and control characters, cut to MAX_TEXT_CHARS."""
+    if len(line) > MAX_TEXT_CHARS * 2:
+        line = line[: MAX_TEXT_CHARS * 2]
+    if "\x1b" in line:
+        line = _ANSI_RE.sub("", line)
+    line = line.rstrip("\r\n")
+    if "\r" in line:
+        line = line.replace("\r", " ")
+    line = _CONTROL_RE.sub("", line)
+    return line[:MAX_TEXT_CHARS]
+
+
+def line_time(line: str) -> tuple[float, bool] | None:
+    """``(seconds, has_date)`` of a timestamp near the start of the line, or None.
+
+    With a date the seconds are a (timezone-naive, read as UTC) epoch, else the time of day.
+    """
+    head = line[:_TIME_PREFIX_CHARS]
+    m = _FULL_TIME_RE.search(head)
+    if m is not None:
+        year, month, day, hh, mm, ss = (int(g) for g in m.groups()[:6])
+        frac = float("0." + m.group(7)) if m.group(7) else 0.0
+        try:
+            return calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0)) + frac, True
+        except (ValueError, OverflowError):
+            return None
+    m = _DAY_TIME_RE.search(head)
+    if m is not None:
+        hh, mm, ss = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if hh < 24 and mm < 60 and ss < 61:
+            frac = float("0." + m.group(4)) if m.group(4) else 0.0
+            return hh * 3600 + mm * 60 + ss + frac, False
+    return None
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether the first bytes of a file say it is not a text log."""
+    if not head:
+        return False
+    if head.startswith((b"\x1f\x8b", b"PK\x03\x04", b"\x7fELF", b"\x89PNG", b"BZh", b"\xfd7zXZ", b"(\xb5/\xfd")):
+        return True
+    if head.count(0) > max(8, len(head) // 100):
+        return True
+    odd = sum(1 for b in head if b < 9 or 13 < b < 27 or 27 < b < 32)
+    return odd > len(head) // 10
+
+
+def read_lines(handle: BinaryIO, *, max_chars: int = MAX_TEXT_CHARS) -> Iterator[str]:
+    """The lines of a binary handle as text (invalid UTF-8 replaced), each cut to ``max_chars``.
+
+    A line longer than that is read past in chunks and never held whole.
+    """
+    limit = max_chars * 4
+    readline = handle.readline
+    while True:
+        chunk = readline(limit)
+        if not chunk:
+            return
+        if len(chunk) == limit and not chunk.endswith(b"\n"):
+            while True:
+                rest = readline(1 << 16)
+                if not rest or rest.endswith(b"\n"):
+                    break
+        text = chunk.decode("utf-8", "replace")
+        if len(text) > max_chars:
+            text = text[:max_chars]
+        yield text.rstrip("\r\n")
+
+
+@dataclass
+class TriageUpdate:
+    """What one :meth:`Triage.feed` call found."""
+
+    findings: list[Observation] = field(default_factory=list)
+    changes: list[StageChange] = field(default_factory=list)
+
+
+@dataclass
+class _FileState:
+    lines: int = 0
+    node: str | None = None
+    worker: str | None = None
+    mode: str | None = None
+    recent: deque[str] = field(default_factory=lambda: deque(maxlen=_LOOKBACK))
+    last_date: float | None = None  # epoch of the last midnight seen with a date
+
+
+class Triage:
+    """Findings, stages and diagnosis of one attempt, kept as its lines arrive."""
+
+    def __init__(self, matcher: Matcher | None = None, *, max_findings: int = MAX_FINDINGS) -> None:
+        self.matcher = matcher or default_matcher()
+        self.tracker = StageTracker()
+        self._files: dict[str, _FileState] = {}
+        self._findings: list[Observation] = []
+        self._groups: dict[tuple[str, str | None, str | None, str | None], list[Any]] = {}
+        self._dropped = 0
+        self._max = max_findings
+        self._order = 0
+
+    @property
+    def findings(self) -> list[Observation]:
+        """Located findings in arrival order (the first ``max_findings``)."""
+        return self._findings
+
+    @property
+    def dropped(self) -> int:
+        """Findings beyond ``max_findings``: counted in the groups, not kept."""
+        return self._dropped
+
+    @property
+    def groups(self) -> list[FindingGroup]:
+        """Findings deduplicated by (signature, node, worker, rank), in arrival order."""
+        return [FindingGroup(first=g[0], count=g[1], last_line_no=g[2]) for g in self._groups.values()]
+
+    def files(self) -> list[str]:
+        return list(self._files)
+
+    def lines_seen(self, file: str) -> int:
+        state = self._files.get(file)
+        return state.lines if state else 0
+
+    def feed(self, file: str, lines: Iterable[str], *, first_line_no: int | None = None) -> TriageUpdate:
+        """Take the next lines of ``file`` (raw text); return new findings and stage changes."""
+        state = self._file(file)
+        if first_line_no is not None:
+            state.lines = first_line_no - 1
+        start = state.lines + 1
+        cleaned = [clean_text(line) for line in lines]
+        update = TriageUpdate()
+        update.changes.extend(self.tracker.feed(file, cleaned, first_line_no=start))
+        match = self.matcher.match_line
+        recent = state.recent
+        line_no = start - 1
+        for text in cleaned:
+            line_no += 1
+            finding = match(text) if text else None
+            if finding is not None:
+                observation = self._observe(file, state, line_no, text, finding)
+                update.findings.append(observation)
+                if observation.severity == "fatal" and state.worker is not None:
+                    update.changes.extend(self.tracker.mark_worker_failed(file, observation.id, line_no))
+            recent.append(text)
+        state.lines = line_no
+        return update
+
+    def diagnose(self, state: str | None = None) -> Diagnosis:
+        """The diagnosis now; ``state`` is the scheduler's state when known."""
+        snapshot = self.tracker.snapshot(state)
+        roles: dict[str, set[str]] = {}
+        for worker in snapshot.workers.values():
+            roles.setdefault(worker.mode, set()).add(worker.worker)
+        return diagnose_groups(
+            self.groups,
+            state=state,
+            job_id=snapshot.job_id,
+            nodes=snapshot.nodes,
+            workers=roles or None,
+            ending=snapshot.stage.terminal or snapshot.stage is Stage.FINALIZING,
+            matcher=self.matcher,
+        )
+
+    def snapshot(self, state: str | None = None) -> StageSnapshot:
+        return self.tracker.snapshot(state)
+
+    # ------------------------------------------------------------------ internals
+
+    def _file(self, file: str) -> _FileState:
+        state = self._files.get(file)
+        if state is None:
+            state = _FileState()
+            m = WORKER_FILE_RE.match(PurePath(file).name)
+            if m is not None:
+                state.node = m.group("node")
+                state.mode = m.group("mode")
+                state.worker = f"{m.group('mode')}_w{int(m.group('idx'))}"
+            self._files[file] = state
+        return state
+
+    def _observe(self, file: str, state: _FileState, line_no: int, text: str, finding: Finding) -> Observation:
+        captures = finding.captures
+        node, worker, mode = state.node, state.worker, state.mode
+        name = captures.get("name") or captures.get("process")
+        if worker is None and name:
+            pm = _PROCESS_RE.match(name)
+            if pm is not None:
+                mode, node = pm.group("mode"), pm.group("node")
+                worker = f"{mode}_w{int(pm.group('idx'))}"
+        if node is None and captures.get("node"):
+            node = captures["node"]
+        rank = None
+        for key, label in _RANK_KEYS:
+            value = captures.get(key)
+            if value:
+                rank = f"{label}{value}"
+                break
+        stamp = self._time(state, text)
+        self._order += 1
+        observation = Observation(
+            finding=finding,
+            file=file,
+            line_no=line_no,
+            text=text,
+            order=self._order,
+            node=node,
+            worker=worker,
+            mode=mode,
+            rank=rank,
+            time=stamp[0] if stamp else None,
+            time_has_date=stamp[1] if stamp else False,
+        )
+        group = self._groups.get(observation.key)
+        if group is None:
+            self._groups[observation.key] = [observation, 1, line_no]
+        else:
+            group[1] += 1
+            group[2] = max(group[2], line_no)
+        if len(self._findings) < self._max:
+            self._findings.append(observation)
+        else:
+            self._dropped += 1
+        return observation
+
+    def _time(self, state: _FileState, text: str) -> tuple[float, bool] | None:
+        found = line_time(text)
+        if found is None:
+            # An undated line (a traceback) takes the time of the last dated line above it.
+            for previous in reversed(state.recent):
+                found = line_time(previous)
+                if found is not None:
+                    break
+        if found is None:
+            return None
+        seconds, has_date = found
+        if has_date:
+            state.last_date = seconds - seconds % 86400.0
+            return found
+        if state.last_date is not None:
+            return state.last_date + seconds, True
+        return found
