@@ -1755,12 +1755,25 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: "list[str] | None" = None) -> int:
     utf8_stdout()
     args = parser().parse_args(argv)
+    if args.command is None:
+        parser().print_help()
+        return 2
     if args.speed <= 0:
         args.speed = 1.0
     if args.command == "orchestrator":
-        return Orchestrator(args).run()
+        try:
+            orchestrator = Orchestrator(args)
+        except (OSError, ValueError) as exc:
+            print(f"{stamp()} [ERROR] Config error: cannot load the plan {args.plan}: {exc}", flush=True)
+            return 1
+        return orchestrator.run()
     if args.command == "node":
-        return NodeTask(args).run()
+        try:
+            task = NodeTask(args)
+        except (OSError, ValueError) as exc:
+            print(f"node task: cannot load the plan {args.plan}: {exc}", file=sys.stderr, flush=True)
+            return 1
+        return task.run()
     parser().print_help()
     return 2
 

@@ -73,7 +73,7 @@ class DemoJob:
         self.logs = self.job_dir / "logs"
 
 
-def submit(arm: Arm, base: Path, user: str, partition: str) -> DemoJob:
+def submit(arm: Arm, base: Path, user: str, partition: str, submitted: list[str]) -> DemoJob:
     """What the demo launcher does: upload engine and plan, render, sbatch held, make the
     output dir (Slurm does not create it), release."""
     engine = base / "engine.py"
@@ -100,6 +100,7 @@ def submit(arm: Arm, base: Path, user: str, partition: str) -> DemoJob:
     job_id = sh(as_user(user, ["sbatch", "--parsable", "--hold", "--chdir", str(base), str(script)])).strip()
     job_id = job_id.split(";")[0]
     assert job_id.isdigit(), job_id
+    submitted.append(job_id)
     logs = base / "outputs" / job_id / "logs"
     sh(as_user(user, ["mkdir", "-p", str(logs)]))
     assert sweep_log_path(template).replace("%j", job_id) == str(logs / f"sweep_{job_id}.log")
@@ -123,11 +124,17 @@ def test_seed_twins_on_slurm(slurm_cluster: ClusterInfo, demo_base: Path) -> Non
     user, partition = slurm_cluster.user, slurm_cluster.partition
     one = load_recipe(RECIPES / "demo" / "mi355x-1p1d-tp8.yaml").arms[0]
     two = load_recipe(RECIPES / "demo" / "mi355x-2p1d-dpa-tp8.yaml").arms[0]
-    ok = submit(one, demo_base, user, partition)
-    bad = submit(two, demo_base, user, partition)
-
-    bad_fields = wait_finished(bad.job_id)
-    ok_fields = wait_finished(ok.job_id)
+    submitted: list[str] = []
+    try:
+        ok = submit(one, demo_base, user, partition, submitted)
+        bad = submit(two, demo_base, user, partition, submitted)
+        bad_fields = wait_finished(bad.job_id)
+        ok_fields = wait_finished(ok.job_id)
+    finally:
+        # Never leave a held or running job behind on the shared cluster.
+        for job_id in submitted:
+            if job_fields(job_id).get("JobState") not in FINISHED:
+                subprocess.run(["scancel", job_id], capture_output=True, check=False)
     sweep_bad = (bad.logs / f"sweep_{bad.job_id}.log").read_text(encoding="utf-8")
     sweep_ok = (ok.logs / f"sweep_{ok.job_id}.log").read_text(encoding="utf-8")
 
