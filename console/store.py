@@ -11,7 +11,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,6 +310,17 @@ class Store:
                 )
             return changed
 
+    def set_offsets(self, attempt_id: int, offsets: Mapping[str, int]) -> None:
+        """Record how far each of an attempt's files has been followed (one transaction)."""
+        if not offsets:
+            return
+        with self._tx() as db:
+            db.executemany(
+                "INSERT INTO follow_offsets (attempt_id, file, offset) VALUES (?, ?, ?)"
+                " ON CONFLICT (attempt_id, file) DO UPDATE SET offset = excluded.offset",
+                [(attempt_id, file, int(offset)) for file, offset in offsets.items()],
+            )
+
     # --- reads -------------------------------------------------------------------------
 
     def sweeps(self) -> list[SweepRow]:
@@ -350,6 +361,13 @@ class Store:
         if row is None:
             raise KeyError(attempt_id)
         return _attempt(row)
+
+    def get_offsets(self, attempt_id: int) -> dict[str, int]:
+        """The follow offsets recorded for an attempt's files."""
+        rows = self._db.execute(
+            "SELECT file, offset FROM follow_offsets WHERE attempt_id = ? ORDER BY file", (attempt_id,)
+        ).fetchall()
+        return {r["file"]: int(r["offset"]) for r in rows}
 
     def history(self, attempt_id: int) -> list[tuple[float, str, str | None, str | None]]:
         rows = self._db.execute(

@@ -1,0 +1,719 @@
+"""srt-console's log agent: runs next to the logs (a cluster's login node, or this machine).
+
+Standalone and stdlib-only; it must run on the login node's own ``python3`` (3.6 or newer), so
+it keeps to 3.6 syntax and imports nothing from ``console``. The console starts it as
+``python3 -c <bootstrap>`` and writes ``<length>\\n<this source>`` to its stdin, followed by
+commands; ``python3 agent.py`` also works (commands only). It exits when stdin closes.
+
+Commands (stdin), one JSON object per line:
+
+- ``{"op": "watch", "dir": D, "results": R?, "offsets": {file: offset}?, "lines": {file: n}?,
+  "inodes": {file: ino}?, "keywords": [..]?, "big": bytes?, "tail": bytes?}``: follow job dir
+  ``D`` (and a results dir ``R``, the one holding ``fixed-seq/``). ``file`` keys are paths relative
+  to ``D`` (``logs/sweep_1.log``; files of ``R`` too, e.g. ``../../results/1/fixed-seq/x-c4.json``).
+  ``offsets`` say where streaming resumes, ``lines`` how many lines precede each offset (counted
+  here when missing), ``inodes`` which file the offsets belong to (a different inode: rotated).
+  Watching a dir again updates its settings; files already followed keep their positions.
+- ``{"op": "unwatch", "dir": D}``
+- ``{"op": "read", "id": N, "dir": D?, "file": F, "offset": O, "length": L}``: a range of a file
+  (``F`` relative to ``D``, or absolute). Negative ``O`` counts from the end.
+- ``{"op": "head_tail", "id": N, "dir": D?, "file": F, "head": H, "tail": T}``
+- ``{"op": "ping", "id": N}``
+
+Records (stdout): a JSON header line; when it has ``"len"``, exactly that many raw bytes and a
+newline follow (a reader that does not find the newline is out of step and must restart).
+
+- ``hello {protocol, pid, python, host}`` once at start.
+- ``hb {time, watching}`` every ``HEARTBEAT_S`` seconds, whatever else is going on.
+- ``file {dir, file, kind: log|result, size, offset, lines, ino}``: a file was found (``offset``
+  is where streaming starts and ``lines`` the number of lines before it).
+- ``data {dir, file, offset, len}`` + bytes: the bytes of a log from ``offset``. Offsets are exact
+  and contiguous per file until a ``truncated``/``rotated`` record.
+- ``candidates {dir, file, from, to, lines, hits: [[offset, line_no, text], ...]}``: a big backlog
+  ``[from, to)`` was triaged instead of sent: only lines holding a keyword, with their byte offset
+  and 1-based line number; ``lines`` is the line count before ``to``. Data resumes at ``to``.
+- ``truncated|rotated {dir, file, size, ino}``: the file shrank or was replaced; it restarts at 0.
+- ``gone {dir, file}``: the file disappeared.
+- ``result {dir, file, size, head_len, head_is_whole, len}`` + head bytes then tail bytes: a
+  result file appeared or changed size. Result files are never streamed.
+- ``reply {id, ...}`` (+ bytes) for read/head_tail/ping; ``reply {id, error, errno}`` on failure.
+- ``error {msg}``: a command could not be understood.
+"""
+# ruff: noqa: UP006, UP035, UP045
+
+import contextlib
+import json
+import os
+import platform
+import re
+import socket
+import sys
+import threading
+import time
+from typing import IO, Any, Dict, List, Optional, Pattern, Set, Tuple
+
+try:
+    import queue
+except ImportError:  # pragma: no cover - Python 2 is not supported; this keeps the error clear
+    raise SystemExit("srt-console agent: needs Python 3.6 or newer") from None
+
+PROTOCOL = 1
+
+POLL_S = 0.15  # how often a changing file is checked
+IDLE_POLL_S = 1.0  # how often a file that has not changed for IDLE_AFTER_S is checked
+IDLE_AFTER_S = 30.0
+DISCOVER_S = 0.5  # how often a watched dir is listed for new files
+HEARTBEAT_S = 2.0
+
+DATA_CHUNK = 1 << 20  # payload of one data record at most
+FILE_ROUND_BYTES = 4 << 20  # bytes streamed per file per round (others get their turn)
+ROUND_BYTES = 16 << 20  # bytes streamed per round over all files
+SCAN_CHUNK = 8 << 20  # triage reads this much at a time
+SCAN_ROUND_BYTES = 32 << 20  # triage work per round (heartbeats keep flowing)
+COUNT_ROUND_BYTES = 256 << 20  # line counting work per round
+LONG_LINE_SEARCH = 64 << 20  # a line longer than this ends triage (the rest is streamed)
+
+BIG_BYTES = 4 << 20  # a backlog over this is triaged (candidates + the last TAIL_BYTES)
+TAIL_BYTES = 256 << 10
+CANDIDATE_BYTES = 4096  # text of one candidate line at most
+MAX_READ = 16 << 20  # one range read at most
+RESULT_HEAD = 16 << 10
+RESULT_TAIL = 16 << 10
+RESULT_MIN_INTERVAL_S = 1.0  # a growing result file is reported at most this often
+HEAD_MARKER = b'"input_lens"'
+MIN_SUFFIX = 4
+
+LOG_SUFFIXES = (".out", ".log", ".err")
+_FIXED_SEQ = re.compile(r"-c\d+\.json$")
+_LEGACY = re.compile(r"concurrency_\d+_req_rate_")
+
+
+def result_name(name: str, in_fixed_seq: bool) -> bool:
+    """Is this a benchmark result file (sa-bench, legacy, InferenceX fixed-seq, rollup)?"""
+    if not name.endswith(".json") or name.endswith(".pytorch.json"):
+        return False
+    if name == "benchmark-rollup.json" or name.startswith("results_concurrency_"):
+        return True
+    if _LEGACY.search(name):
+        return True
+    return in_fixed_seq and _FIXED_SEQ.search(name) is not None
+
+
+def literal_union(words: List[str]) -> bytes:
+    """A regex source matching any of ``words`` (lowercase), factored as a trie."""
+    trie: Dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: Dict[str, Any]) -> str:
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        if "" in node:
+            return "(?:" + "|".join(branches) + ")?"
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return build(trie).encode("utf-8")
+
+
+def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
+    """Regexes that together find every line holding a keyword; each is led by one literal
+    character, so the regex engine skips quickly over text without it."""
+    remaining = set(k.lower() for k in keywords if k)
+    remaining = set(k for k in remaining if not any(o != k and o in k for o in remaining))
+    if not remaining:
+        return []
+
+    def lead_position(keyword: str, ch: str) -> int:
+        need = min(len(keyword), MIN_SUFFIX)
+        return keyword.find(ch, 0, len(keyword) - need + 1)
+
+    leads: List[str] = []
+    uncovered = set(remaining)
+    while uncovered:
+        counts: Dict[str, int] = {}
+        for keyword in uncovered:
+            for ch in set(keyword):
+                if lead_position(keyword, ch) >= 0:
+                    counts[ch] = counts.get(ch, 0) + 1
+        lead = max(sorted(counts), key=lambda c: counts[c])
+        leads.append(lead)
+        uncovered = set(k for k in uncovered if lead_position(k, lead) < 0)
+    groups: Dict[str, Set[str]] = dict((lead, set()) for lead in leads)
+    for keyword in remaining:
+        start = min(p for p in (lead_position(keyword, lead) for lead in leads) if p >= 0)
+        groups[keyword[start]].add(keyword[start:])
+    return [re.compile(literal_union(sorted(words))) for words in groups.values() if words]
+
+
+class Output:
+    """Framed records on stdout."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def send(self, header: Dict[str, Any], payload: Optional[bytes] = None) -> None:
+        if payload is not None:
+            header["len"] = len(payload)
+        line = json.dumps(header, separators=(",", ":")).encode("utf-8") + b"\n"
+        with self.lock:
+            self.stream.write(line)
+            if payload is not None:
+                self.stream.write(payload)
+                self.stream.write(b"\n")
+
+    def flush(self) -> None:
+        with self.lock:
+            self.stream.flush()
+
+
+class Tracked:
+    """One file of a watched dir."""
+
+    def __init__(self, rel: str, path: str, kind: str) -> None:
+        self.rel = rel
+        self.path = path
+        self.kind = kind
+        self.fd = -1
+        self.ino: Optional[Tuple[int, int]] = None
+        self.offset = 0
+        self.lines: Optional[int] = None
+        self.phase = "new"  # new -> count -> scan -> stream
+        self.count_pos = 0
+        self.count_lines = 0
+        self.scan_end = 0
+        self.missing = False
+        self.last_change = time.monotonic()
+        self.next_poll = 0.0
+        self.result_size = -1
+        self.result_mtime = -1.0
+        self.result_sent = 0.0
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+
+class Watch:
+    """A job dir being followed."""
+
+    def __init__(self, agent: "Agent", cmd: Dict[str, Any]) -> None:
+        self.agent = agent
+        self.dir = str(cmd["dir"])
+        self.files: Dict[str, Tracked] = {}
+        self.next_discover = 0.0
+        self.update(cmd)
+
+    def update(self, cmd: Dict[str, Any]) -> None:
+        results = cmd.get("results")
+        self.results = str(results) if results else None
+        self.offsets = dict((str(k), int(v)) for k, v in (cmd.get("offsets") or {}).items())
+        self.line_counts = dict((str(k), int(v)) for k, v in (cmd.get("lines") or {}).items())
+        self.inodes = dict((str(k), int(v)) for k, v in (cmd.get("inodes") or {}).items())
+        keywords = cmd.get("keywords")
+        if keywords is not None:
+            self.gates = keyword_gates([str(k) for k in keywords])
+        elif not hasattr(self, "gates"):
+            self.gates = []
+        self.big = int(cmd.get("big") or BIG_BYTES)
+        self.tail = int(cmd.get("tail") or TAIL_BYTES)
+        self.next_discover = 0.0
+
+    def close(self) -> None:
+        for tracked in self.files.values():
+            tracked.close()
+        self.files.clear()
+
+    # -- discovery ----------------------------------------------------------------------------
+
+    def discover(self, now: float) -> None:
+        if now < self.next_discover:
+            return
+        self.next_discover = now + DISCOVER_S
+        logs = os.path.join(self.dir, "logs")
+        for name, path, sub in _entries(logs, 1):
+            if name.endswith(LOG_SUFFIXES):
+                self.add(path, "log")
+            elif result_name(name, sub == "fixed-seq"):
+                self.add(path, "result")
+        if self.results:
+            for name, path, _sub in _entries(os.path.join(self.results, "fixed-seq"), 0):
+                if result_name(name, True):
+                    self.add(path, "result")
+            rollup = os.path.join(self.results, "benchmark-rollup.json")
+            if os.path.isfile(rollup):
+                self.add(rollup, "result")
+
+    def add(self, path: str, kind: str) -> None:
+        rel = os.path.relpath(path, self.dir)
+        if rel in self.files:
+            return
+        tracked = Tracked(rel, path, kind)
+        self.files[rel] = tracked
+        if kind == "log":
+            tracked.offset = max(0, self.offsets.get(rel, 0))
+            tracked.lines = self.line_counts.get(rel)
+            if tracked.offset == 0:
+                tracked.lines = 0
+
+    # -- logs ---------------------------------------------------------------------------------
+
+    def open_log(self, t: Tracked) -> Optional[os.stat_result]:
+        """Open the file; None when it is gone."""
+        t.close()
+        try:
+            t.fd = os.open(t.path, os.O_RDONLY)
+            st = os.fstat(t.fd)
+        except OSError:
+            t.close()
+            return None
+        t.ino = (st.st_dev, st.st_ino)
+        return st
+
+    def start_log(self, t: Tracked) -> bool:
+        """First sight of a log: check the resume point, decide how to catch up."""
+        st = self.open_log(t)
+        if st is None:
+            return False
+        out = self.agent.out
+        known = self.inodes.get(t.rel)
+        if t.offset > 0 and known is not None and known != st.st_ino:
+            out.send({"t": "rotated", "dir": self.dir, "file": t.rel, "size": st.st_size, "ino": st.st_ino})
+            t.offset, t.lines = 0, 0
+        elif t.offset > st.st_size:
+            out.send({"t": "truncated", "dir": self.dir, "file": t.rel, "size": st.st_size, "ino": st.st_ino})
+            t.offset, t.lines = 0, 0
+        t.count_pos, t.count_lines = 0, 0
+        t.phase = "count" if t.lines is None else "ready"
+        return True
+
+    def announce(self, t: Tracked, size: int) -> None:
+        ino = t.ino[1] if t.ino else None
+        self.agent.out.send(
+            {
+                "t": "file",
+                "dir": self.dir,
+                "file": t.rel,
+                "kind": "log",
+                "size": size,
+                "offset": t.offset,
+                "lines": t.lines,
+                "ino": ino,
+            }
+        )
+
+    def poll_log(self, t: Tracked, now: float, budget: List[int]) -> bool:
+        """One look at a log; True when it did work (so the next round comes at once)."""
+        if t.phase == "new" and not self.start_log(t):
+            return False
+        if t.phase == "count":
+            return self.count_step(t)
+        if t.phase == "ready":
+            size = os.fstat(t.fd).st_size
+            self.announce(t, size)
+            if size - t.offset > self.big:
+                t.phase = "scan"
+                t.scan_end = size - self.tail
+            else:
+                t.phase = "stream"
+        if t.phase == "scan":
+            return self.scan_step(t, budget)
+        if now < t.next_poll:
+            return False
+        return self.stream_step(t, now, budget)
+
+    def count_step(self, t: Tracked) -> bool:
+        """Count the lines before the resume offset (when the console did not say)."""
+        end = t.offset
+        work = 0
+        while t.count_pos < end and work < COUNT_ROUND_BYTES:
+            data = os.pread(t.fd, min(SCAN_CHUNK, end - t.count_pos), t.count_pos)
+            if not data:
+                break
+            t.count_lines += data.count(b"\n")
+            t.count_pos += len(data)
+            work += len(data)
+        if t.count_pos >= end or work == 0:
+            t.lines = t.count_lines
+            t.phase = "ready"
+        return True
+
+    def scan_step(self, t: Tracked, budget: List[int]) -> bool:
+        """Triage part of a big backlog: send its candidate lines instead of its bytes."""
+        work = 0
+        hits: List[List[Any]] = []
+        start = t.offset
+        while work < SCAN_ROUND_BYTES and t.offset < t.scan_end:
+            data = os.pread(t.fd, SCAN_CHUNK, t.offset)
+            work += len(data)
+            last = data.rfind(b"\n")
+            if last < 0:
+                if not self.skip_long_line(t, data, hits):
+                    t.phase = "stream"
+                    break
+                continue
+            block = data[: last + 1]
+            if t.offset + len(block) > t.scan_end:
+                # Stop at the first line end at or after scan_end.
+                cut = block.find(b"\n", max(0, t.scan_end - t.offset - 1))
+                block = block[: cut + 1]
+            self.scan_block(t, block, hits)
+        if t.offset >= t.scan_end:
+            t.phase = "stream"
+        if t.offset > start or hits:
+            self.agent.out.send(
+                {
+                    "t": "candidates",
+                    "dir": self.dir,
+                    "file": t.rel,
+                    "from": start,
+                    "to": t.offset,
+                    "lines": t.lines,
+                    "hits": hits,
+                }
+            )
+        budget[0] -= work // 8  # reading is cheaper than sending, but not free
+        return True
+
+    def scan_block(self, t: Tracked, block: bytes, hits: List[List[Any]]) -> None:
+        base_lines = t.lines or 0
+        low = block.lower()
+        starts = set()
+        for gate in self.gates:
+            pos = 0
+            while True:
+                m = gate.search(low, pos)
+                if m is None:
+                    break
+                s = low.rfind(b"\n", 0, m.start()) + 1
+                starts.add(s)
+                e = low.find(b"\n", m.end())
+                pos = len(low) if e < 0 else e + 1
+        counted, line_no = 0, base_lines
+        for s in sorted(starts):
+            line_no += block.count(b"\n", counted, s)
+            counted = s
+            e = block.find(b"\n", s)
+            text = block[s : min(e, s + CANDIDATE_BYTES)].rstrip(b"\r")
+            hits.append([t.offset + s, line_no + 1, text.decode("utf-8", "replace")])
+        t.lines = base_lines + block.count(b"\n")
+        t.offset += len(block)
+
+    def skip_long_line(self, t: Tracked, first: bytes, hits: List[List[Any]]) -> bool:
+        """A line longer than a scan chunk: check its start, find its end. False: no end found."""
+        pos = t.offset + len(first)
+        limit = t.offset + LONG_LINE_SEARCH
+        while pos < limit:
+            data = os.pread(t.fd, SCAN_CHUNK, pos)
+            if not data:
+                return False
+            nl = data.find(b"\n")
+            if nl >= 0:
+                low = first.lower()
+                if any(gate.search(low) for gate in self.gates):
+                    text = first[:CANDIDATE_BYTES].rstrip(b"\r")
+                    hits.append([t.offset, (t.lines or 0) + 1, text.decode("utf-8", "replace")])
+                t.lines = (t.lines or 0) + 1
+                t.offset = pos + nl + 1
+                return True
+            pos += len(data)
+        return False
+
+    def stream_step(self, t: Tracked, now: float, budget: List[int]) -> bool:
+        out = self.agent.out
+        try:
+            st = os.stat(t.path)
+        except OSError:
+            st = None
+        if st is None:
+            if not t.missing:
+                t.missing = True
+                self.drain(t, budget, limit=False)
+                out.send({"t": "gone", "dir": self.dir, "file": t.rel})
+            t.next_poll = now + IDLE_POLL_S
+            return False
+        if t.missing or (st.st_dev, st.st_ino) != t.ino:
+            # Replaced: finish the old file (when still open), then start the new one from 0.
+            if not t.missing:
+                self.drain(t, budget, limit=False)
+            t.missing = False
+            out.send({"t": "rotated", "dir": self.dir, "file": t.rel, "size": st.st_size, "ino": st.st_ino})
+            t.offset, t.lines = 0, 0
+            t.phase = "new"
+            t.last_change = now
+            return True
+        if st.st_size < t.offset:
+            out.send({"t": "truncated", "dir": self.dir, "file": t.rel, "size": st.st_size, "ino": st.st_ino})
+            t.offset, t.lines = 0, 0
+            t.phase = "ready"
+            t.last_change = now
+            return True
+        if st.st_size == t.offset:
+            idle = now - t.last_change > IDLE_AFTER_S
+            t.next_poll = now + (IDLE_POLL_S if idle else POLL_S)
+            return False
+        t.last_change = now
+        t.next_poll = now + POLL_S
+        return self.drain(t, budget, limit=True)
+
+    def drain(self, t: Tracked, budget: List[int], limit: bool) -> bool:
+        """Send bytes from the offset: up to the round's budget, or (limit=False) to EOF."""
+        sent = 0
+        while not limit or (sent < FILE_ROUND_BYTES and budget[0] > 0):
+            try:
+                data = os.pread(t.fd, DATA_CHUNK, t.offset)
+            except OSError as exc:
+                self.agent.out.send({"t": "error", "dir": self.dir, "file": t.rel, "msg": str(exc)})
+                return False
+            if not data:
+                break
+            self.agent.out.send({"t": "data", "dir": self.dir, "file": t.rel, "offset": t.offset}, data)
+            t.offset += len(data)
+            sent += len(data)
+            budget[0] -= len(data)
+        return sent > 0
+
+    # -- results ------------------------------------------------------------------------------
+
+    def poll_result(self, t: Tracked, now: float) -> bool:
+        if now < t.next_poll:
+            return False
+        t.next_poll = now + POLL_S * 2
+        try:
+            st = os.stat(t.path)
+        except OSError:
+            if not t.missing:
+                t.missing = True
+                self.agent.out.send({"t": "gone", "dir": self.dir, "file": t.rel})
+            return False
+        t.missing = False
+        if st.st_size == t.result_size and st.st_mtime == t.result_mtime:
+            return False
+        if t.result_sent and now - t.result_sent < RESULT_MIN_INTERVAL_S:
+            t.next_poll = t.result_sent + RESULT_MIN_INTERVAL_S
+            return False
+        try:
+            head, tail, size, whole = head_tail(t.path, RESULT_HEAD, RESULT_TAIL)
+        except OSError:
+            return False
+        if t.result_size < 0:
+            self.agent.out.send({"t": "file", "dir": self.dir, "file": t.rel, "kind": "result", "size": size})
+        t.result_size, t.result_mtime, t.result_sent = st.st_size, st.st_mtime, now
+        header: Dict[str, Any] = {
+            "t": "result",
+            "dir": self.dir,
+            "file": t.rel,
+            "size": size,
+            "head_len": len(head),
+            "head_is_whole": whole,
+        }
+        self.agent.out.send(header, head + tail)
+        return True
+
+    def poll(self, now: float, budget: List[int]) -> bool:
+        self.discover(now)
+        busy = False
+        for t in list(self.files.values()):
+            if budget[0] <= 0:
+                return True
+            try:
+                did = self.poll_log(t, now, budget) if t.kind == "log" else self.poll_result(t, now)
+                busy = did or busy
+            except OSError as exc:
+                t.close()
+                t.phase = "new"
+                t.next_poll = now + IDLE_POLL_S
+                self.agent.out.send({"t": "error", "dir": self.dir, "file": t.rel, "msg": str(exc)})
+        return busy
+
+
+def _entries(directory: str, depth: int) -> List[Tuple[str, str, str]]:
+    """(name, path, parent dir name) of regular files in ``directory`` and ``depth`` levels below."""
+    found: List[Tuple[str, str, str]] = []
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return found
+    parent = os.path.basename(directory)
+    for entry in entries:
+        try:
+            if entry.is_file():
+                found.append((entry.name, entry.path, parent))
+            elif depth > 0 and entry.is_dir():
+                found.extend(_entries(entry.path, depth - 1))
+        except OSError:
+            continue
+    return found
+
+
+def head_tail(path: str, head_bytes: int, tail_bytes: int) -> Tuple[bytes, bytes, int, bool]:
+    """(head, tail, size, head_is_whole): the head stops early after the ``"input_lens"`` key."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        head = b""
+        while len(head) < head_bytes:
+            chunk = os.pread(fd, min(4096, head_bytes - len(head)), len(head))
+            if not chunk:
+                return head, b"", len(head), True
+            start = max(0, len(head) - len(HEAD_MARKER))
+            head += chunk
+            if head.find(HEAD_MARKER, start) >= 0:
+                break
+        size = os.fstat(fd).st_size
+        tail_start = max(len(head), size - tail_bytes)
+        tail = os.pread(fd, size - tail_start, tail_start) if tail_start < size else b""
+        if tail_start == len(head):
+            whole = head + tail
+            return whole, b"", max(size, len(whole)), True
+        return head, tail, size, False
+    finally:
+        os.close(fd)
+
+
+class Agent:
+    def __init__(self, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        self.stdin = stdin
+        self.out = Output(stdout)
+        self.watches: Dict[str, Watch] = {}
+        self.commands: queue.Queue[Optional[bytes]] = queue.Queue()
+        self.next_hb = 0.0
+
+    def read_commands(self) -> None:
+        try:
+            for line in iter(self.stdin.readline, b""):
+                if line.strip():
+                    self.commands.put(line)
+        except (OSError, ValueError):
+            pass
+        self.commands.put(None)
+
+    def path_of(self, cmd: Dict[str, Any]) -> str:
+        path = str(cmd["file"])
+        directory = cmd.get("dir")
+        if directory and not os.path.isabs(path):
+            path = os.path.join(str(directory), path)
+        return path
+
+    def handle(self, raw: bytes) -> None:
+        try:
+            cmd = json.loads(raw.decode("utf-8"))
+            if not isinstance(cmd, dict):
+                raise ValueError("not an object")
+            op = cmd.get("op")
+        except ValueError as exc:
+            self.out.send({"t": "error", "msg": f"bad command: {exc}"})
+            return
+        rid = cmd.get("id")
+        try:
+            if op == "watch":
+                directory = str(cmd["dir"])
+                if directory in self.watches:
+                    self.watches[directory].update(cmd)
+                else:
+                    self.watches[directory] = Watch(self, cmd)
+            elif op == "unwatch":
+                watch = self.watches.pop(str(cmd["dir"]), None)
+                if watch is not None:
+                    watch.close()
+            elif op == "read":
+                self.read(rid, self.path_of(cmd), int(cmd.get("offset") or 0), int(cmd.get("length") or MAX_READ))
+            elif op == "head_tail":
+                head, tail, size, whole = head_tail(
+                    self.path_of(cmd), int(cmd.get("head") or RESULT_HEAD), int(cmd.get("tail") or RESULT_TAIL)
+                )
+                header: Dict[str, Any] = {
+                    "t": "reply",
+                    "id": rid,
+                    "size": size,
+                    "head_len": len(head),
+                    "head_is_whole": whole,
+                }
+                self.out.send(header, head + tail)
+            elif op == "ping":
+                self.out.send({"t": "reply", "id": rid, "time": time.time()})
+            else:
+                self.out.send({"t": "error", "id": rid, "msg": f"unknown op {op!r}"})
+        except (KeyError, TypeError, ValueError) as exc:
+            message = f"bad command: {exc!r}"
+            self.out.send({"t": "reply" if rid is not None else "error", "id": rid, "error": message, "msg": message})
+        except OSError as exc:
+            self.out.send({"t": "reply", "id": rid, "error": exc.strerror or str(exc), "errno": exc.errno or 0})
+
+    def read(self, rid: Any, path: str, offset: int, length: int) -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            start = size + offset if offset < 0 else offset
+            start = min(max(start, 0), size)
+            count = min(max(length, 0), MAX_READ, size - start)
+            data = os.pread(fd, count, start) if count else b""
+        finally:
+            os.close(fd)
+        self.out.send({"t": "reply", "id": rid, "offset": start, "size": size}, data)
+
+    def run(self) -> int:
+        reader = threading.Thread(target=self.read_commands, name="commands")
+        reader.daemon = True
+        reader.start()
+        self.out.send(
+            {
+                "t": "hello",
+                "protocol": PROTOCOL,
+                "pid": os.getpid(),
+                "python": platform.python_version(),
+                "host": socket.gethostname(),
+            }
+        )
+        self.out.flush()
+        wait = 0.0
+        while True:
+            try:
+                raw = self.commands.get(timeout=wait) if wait > 0 else self.commands.get_nowait()
+            except queue.Empty:
+                raw = b""
+            while raw is not None:
+                if raw:
+                    self.handle(raw)
+                try:
+                    raw = self.commands.get_nowait()
+                except queue.Empty:
+                    break
+            if raw is None:  # stdin closed: the console is gone
+                self.out.flush()
+                return 0
+            now = time.monotonic()
+            budget = [ROUND_BYTES]
+            busy = False
+            for watch in list(self.watches.values()):
+                busy = watch.poll(now, budget) or busy
+            if now >= self.next_hb:
+                self.out.send({"t": "hb", "time": time.time(), "watching": len(self.watches)})
+                self.next_hb = now + HEARTBEAT_S
+            self.out.flush()
+            wait = 0.0 if busy else min(POLL_S, max(0.0, self.next_hb - time.monotonic()))
+
+
+def main() -> int:
+    stdin = sys.stdin.buffer
+    stdout = sys.stdout.buffer
+    try:
+        return Agent(stdin, stdout).run()
+    except BrokenPipeError:  # the console went away
+        return 0
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    try:
+        code = main()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+    os._exit(code)
