@@ -1,0 +1,374 @@
+"""Diagnosis: root cause, consequences, deterministic, verdict and advice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from console.diagnosis import Diagnosis, Observation, diagnose, group_findings
+from console.signatures import default_matcher
+from console.triage import Triage, clean_text, line_time
+
+LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
+SEED_LOGS = LOGS / "seed-39443" / "logs"
+OK_LOGS = LOGS / "sweep-41001-ok" / "logs"
+
+FINDING_KEYS = {"id", "category", "severity", "file", "line_no", "text", "captures"}
+
+
+def triage_dir(logs: Path) -> Triage:
+    triage = Triage()
+    for path in sorted(logs.iterdir()):
+        triage.feed(str(path), path.read_text(encoding="utf-8").splitlines())
+    return triage
+
+
+def triage_files(files: dict[str, list[str]]) -> Triage:
+    triage = Triage()
+    for name, lines in files.items():
+        triage.feed(name, lines)
+    return triage
+
+
+def observe(line: str, file: str = "logs/n1_prefill_w0.out", line_no: int = 1, **kw: object) -> Observation:
+    finding = default_matcher().match_line(line)
+    assert finding is not None, line
+    return Observation(finding=finding, file=file, line_no=line_no, text=line, **kw)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- the seed
+
+
+@pytest.fixture(scope="module")
+def seed() -> Triage:
+    return triage_dir(SEED_LOGS)
+
+
+def test_seed_root_cause_is_the_zmq_bind_error(seed: Triage) -> None:
+    d = seed.diagnose("RUNNING")
+    assert d.root_cause is not None
+    assert d.root_cause.id == "zmq-bind-in-use"
+    first = d.root_cause.first
+    assert first.category == "startup" and first.severity == "fatal"
+    assert first.finding.captures["port"] == "5557"
+    assert first.worker in {"prefill_w0", "prefill_w1", "decode_w0"}
+    # 7 failing DP ranks per worker, two lines each (the engine's message and the traceback's last line)
+    assert d.root_count == 42
+    assert d.root_workers == ("decode_w0", "prefill_w0", "prefill_w1")
+
+
+def test_seed_consequences_are_the_wrappers(seed: Triage) -> None:
+    d = seed.diagnose("RUNNING")
+    ids = {g.id for g in d.consequences}
+    assert {"engine-init-failed", "srtctl-critical-process-exit"} <= ids
+    assert "zmq-bind-in-use" not in ids
+    assert all(g.first.wrapper for g in d.consequences)
+    engine = [g for g in d.consequences if g.id == "engine-init-failed"]
+    assert {g.first.worker for g in engine} == {"prefill_w0", "prefill_w1", "decode_w0"}
+    assert all(g.count == 3 for g in engine)  # three engine-manager lines per worker, one group each
+
+
+def test_seed_is_deterministic_across_every_worker(seed: Triage) -> None:
+    d = seed.diagnose("RUNNING")
+    assert d.deterministic
+    assert d.deterministic_roles == ("decode", "prefill")
+
+
+def test_seed_is_doomed_while_slurm_runs_it(seed: Triage) -> None:
+    d = seed.diagnose("RUNNING")
+    assert d.verdict == "doomed"
+    assert d.job_id == "39443" and d.nodes == 3
+    assert "cancel job 39443 to free its 3 node(s): it cannot recover" in d.advice
+    assert "a plain rerun will fail the same way" in d.advice
+    assert "fix zmq-bind-in-use" in d.advice and "pin a fixed build" in d.advice
+    assert d.hint is not None and d.hint in d.advice
+
+
+@pytest.mark.parametrize("state", ["FAILED", "CANCELLED", None])
+def test_seed_is_failed_once_the_job_ended(seed: Triage, state: str | None) -> None:
+    d = seed.diagnose(state)
+    assert d.verdict == "failed"
+    assert "cancel" not in d.advice
+    assert d.advice.startswith("a plain rerun will fail the same way")
+    assert d.root_cause is not None and d.root_cause.id == "zmq-bind-in-use"
+
+
+def test_seed_diagnosis_json(seed: Triage) -> None:
+    doc = seed.diagnose("RUNNING").to_json()
+    json.dumps(doc)  # serialisable
+    assert {"root_cause", "consequences", "verdict", "advice", "deterministic"} <= set(doc)
+    assert doc["verdict"] == "doomed" and doc["deterministic"] is True
+    root = doc["root_cause"]
+    assert set(root) >= FINDING_KEYS
+    assert root["id"] == "zmq-bind-in-use"
+    assert root["line_no"] >= 1 and root["count"] >= 1
+    assert root["worker"] and root["node"] and root["rank"].startswith("DP")
+    for item in doc["consequences"]:
+        assert set(item) >= FINDING_KEYS
+        assert item["count"] >= 1
+
+
+def test_seed_workers_are_marked_failed(seed: Triage) -> None:
+    snap = seed.snapshot("RUNNING")
+    assert {w.stage.value for w in snap.workers.values()} == {"failed"}
+    assert snap.workers["mi355x-a02_prefill_w1"].failure == "zmq-bind-in-use"
+
+
+def test_seed_order_of_files_does_not_matter() -> None:
+    forward = triage_dir(SEED_LOGS).diagnose("RUNNING")
+    backward = Triage()
+    for path in sorted(SEED_LOGS.iterdir(), reverse=True):
+        backward.feed(str(path), path.read_text(encoding="utf-8").splitlines())
+    other = backward.diagnose("RUNNING")
+    assert forward.root_cause is not None and other.root_cause is not None
+    assert (other.root_cause.id, other.verdict, other.deterministic) == ("zmq-bind-in-use", "doomed", True)
+
+
+# --------------------------------------------------------------------------- other scenarios
+
+
+def oom_at_graph_capture() -> dict[str, list[str]]:
+    prefill = [
+        "[2026-08-21 10:01:09 TP0] Load weight begin. avail mem=180.52 GB",
+        "Loading safetensors checkpoint shards: 100% Completed | 32/32 [00:41<00:00,  1.28s/it]",
+        "[2026-08-21 10:02:11 TP0] Load weight end. type=DeepseekV3ForCausalLM, avail mem=96.12 GB",
+        "[2026-08-21 10:02:13 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=20.14 GB",
+        "Capturing batches (bs=512 avail_mem=19.90 GB):  25%|██        | 1/4 [00:01<00:03,  2.91it/s]",
+        "Traceback (most recent call last):",
+        '  File "/sgl-workspace/python/model_executor/cuda_graph_runner.py", line 318, in capture',
+        "    graph, output_buffers = self.capture_one_batch_size(bs, forward)",
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of "
+        "287.98 GiB of which 1.07 GiB is free.",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Exception: Capture cuda graph failed: HIP out of memory. Tried to allocate 2.00 GiB. (bs=256)",
+        "[2026-08-21 10:02:20 TP3] Scheduler hit an exception: Capture cuda graph failed (bs=256)",
+    ]
+    decode = [
+        "[2026-08-21 10:01:09 TP0] Load weight begin. avail mem=180.52 GB",
+        "Loading safetensors checkpoint shards: 100% Completed | 32/32 [00:41<00:00,  1.28s/it]",
+        "[2026-08-21 10:02:30 TP0] Capture cuda graph end. Time elapsed: 17.20 s. mem usage=1.21 GB.",
+        "[2026-08-21 10:02:31] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+    ]
+    sweep = [
+        "2026-08-21 10:00:05 [INFO] Sweep Orchestrator",
+        "2026-08-21 10:00:05 [INFO] Job ID: 41100",
+        "2026-08-21 10:00:09 [INFO] Starting backend workers",
+        "2026-08-21 10:00:11 [INFO] Polling http://n0:8000/health every 10.0s for 1 prefills and 1 decodes",
+        "2026-08-21 10:02:22 [ERROR] Critical process 'prefill_0_n1' exited with code 1",
+        "2026-08-21 10:02:22 [ERROR] Critical process failure detected!",
+        "srun: error: n1: task 0: Exited with exit code 1",
+    ]
+    return {"logs/sweep_41100.log": sweep, "logs/n1_prefill_w0.out": prefill, "logs/n2_decode_w0.out": decode}
+
+
+def test_oom_at_graph_capture() -> None:
+    triage = triage_files(oom_at_graph_capture())
+    d = triage.diagnose("RUNNING")
+    assert d.root_cause is not None
+    # The OOM line comes first, but it is reported as graph-capture failure (startup, narrower).
+    assert d.root_cause.id == "cuda-graph-capture-failed"
+    assert d.root_cause.first.finding.captures.get("bytes") == "2.00 GiB"
+    ids = [g.id for g in d.consequences]
+    assert "gpu-oom" in ids and "srtctl-critical-process-exit" in ids and "srun-task-failed" in ids
+    assert d.verdict == "doomed"  # a fatal startup finding, Slurm still running
+    assert not d.deterministic  # one worker of two; the decode worker started fine
+    assert "rerun" in d.advice and "plain rerun will fail" not in d.advice
+    assert "cancel job 41100" in d.advice
+    snap = triage.snapshot()
+    assert snap.workers["n1_prefill_w0"].stage.value == "failed"
+    assert snap.workers["n2_decode_w0"].stage.value == "server up"
+
+
+def test_flake_like_single_worker_nccl_error_is_not_deterministic() -> None:
+    ok = [
+        "[2026-08-21 10:01:09 TP0] Init torch distributed begin.",
+        "[2026-08-21 10:01:19 TP0] Init torch distributed ends. mem usage=0.42 GB",
+    ]
+    bad = [
+        "[2026-08-21 10:01:09 TP0] Init torch distributed begin.",
+        "n2:4242:4243 [1] NCCL WARN Net : Connect to 10.0.0.11<43215> failed : Connection refused",
+        "Traceback (most recent call last):",
+        '  File "/sgl-workspace/python/model_executor/model_runner.py", line 412, in init_torch_distributed',
+        "RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        "[2026-08-21 10:01:20 TP1] Scheduler hit an exception: RuntimeError: NCCL Error 2: unhandled system error",
+    ]
+    triage = triage_files({"logs/n1_prefill_w0.out": ok, "logs/n2_prefill_w1.out": bad, "logs/n3_decode_w0.out": ok})
+    d = triage.diagnose("FAILED")
+    assert d.root_cause is not None and d.root_cause.id == "nccl-error"
+    assert d.root_cause.first.worker == "prefill_w1"
+    assert not d.deterministic
+    assert d.deterministic_roles == ()
+    assert d.verdict == "failed"
+    assert "one-off" in d.advice and "rerun" in d.advice
+    assert "plain rerun will fail" not in d.advice
+    # the socket failure is an error that came first, but the fatal NCCL error is the cause
+    assert "nccl-socket-failure" in {g.id for g in d.consequences}
+
+
+def test_healthy_log_is_healthy() -> None:
+    triage = triage_dir(OK_LOGS)
+    d = triage.diagnose("COMPLETED")
+    assert d.verdict == "healthy"
+    assert d.root_cause is None and d.consequences == ()
+    assert d.advice == "no failure found: nothing to do"
+    assert d.to_json()["root_cause"] is None
+    assert triage.snapshot("COMPLETED").stage.value == "Completed"
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+def test_earliest_timestamp_wins_across_files() -> None:
+    late = observe(
+        "[2026-08-21 10:05:00] RuntimeError: CUDA error: an illegal memory access was encountered",
+        file="logs/n1_decode_w0.out",
+        time=1000.0,
+        time_has_date=True,
+        order=1,
+        worker="decode_w0",
+        mode="decode",
+    )
+    early = observe(
+        "[2026-08-21 10:04:00] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
+        file="logs/n2_prefill_w0.out",
+        time=900.0,
+        time_has_date=True,
+        order=2,
+        worker="prefill_w0",
+        mode="prefill",
+    )
+    d = diagnose([late, early], state="FAILED")
+    assert d.root_cause is not None and d.root_cause.id == "gpu-oom"
+    assert [g.id for g in d.consequences] == ["gpu-illegal-memory-access"]
+
+
+def test_startup_before_runtime_and_priority_on_ties() -> None:
+    runtime = observe("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB", time=10.0)
+    startup = observe("zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:5557')", time=20.0)
+    assert diagnose([runtime, startup]).root_cause.first is startup  # type: ignore[union-attr]
+    low = observe("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB", time=5.0, order=1)
+    high = observe("RuntimeError: CUDA error: an illegal memory access was encountered", time=5.0, order=2)
+    assert diagnose([low, high]).root_cause.first is high  # type: ignore[union-attr]
+
+
+def test_undated_traceback_line_takes_the_time_above_it() -> None:
+    triage = triage_files(
+        {
+            "logs/a_prefill_w0.out": [
+                "[2026-08-21 10:09:00] starting",
+                "RuntimeError: CUDA error: an illegal memory access was encountered",
+            ],
+            "logs/b_decode_w0.out": [
+                "[2026-08-21 10:01:00] starting",
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
+            ],
+        }
+    )
+    d = triage.diagnose()
+    assert d.root_cause is not None and d.root_cause.id == "gpu-oom"
+    assert d.root_cause.first.time_has_date
+
+
+def test_only_wrappers_give_a_wrapper_root_and_say_so() -> None:
+    d = diagnose(
+        [
+            observe("2026-08-21 10:30:00 [ERROR] Model did not get healthy in 1800 seconds", file="logs/sweep_1.log"),
+            observe("2026-08-21 10:30:00 [ERROR] Server did not become healthy", file="logs/sweep_1.log", line_no=2),
+        ],
+        state="FAILED",
+    )
+    assert d.root_cause is not None and d.root_cause.id == "health-check-timeout"
+    assert d.root_cause.count == 2
+    assert "read the worker logs" in d.advice
+
+
+def test_errors_only_is_degraded_and_warnings_only_is_healthy() -> None:
+    error = observe(
+        "[1716594409.541480] [gpu1:1581047:0] sock.c:323 UCX ERROR connect(fd=87, "
+        "dest_addr=172.17.0.1:47133) failed: Connection refused"
+    )
+    assert error.severity == "error"
+    d = diagnose([error], state="RUNNING")
+    assert d.verdict == "degraded"
+    assert d.root_cause is not None and "nothing fatal" in d.advice
+    warning = observe("Required power telemetry failed startup - skipping the formal benchmark")
+    assert warning.severity == "warning"
+    assert diagnose([warning], state="RUNNING").verdict == "healthy"
+    assert diagnose([], state="RUNNING").verdict == "healthy"
+
+
+def test_runtime_fatal_while_running_is_failed_not_doomed() -> None:
+    crash = observe("RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert crash.category == "runtime"
+    assert diagnose([crash], state="RUNNING").verdict == "failed"
+
+
+def test_doomed_needs_a_live_job_that_has_not_ended() -> None:
+    zmq = observe("zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:5557')")
+    assert diagnose([zmq], state="PENDING").verdict == "doomed"
+    assert diagnose([zmq], state="RUNNING", ending=True).verdict == "failed"
+    assert diagnose([zmq], state="TIMEOUT").verdict == "failed"
+    d = diagnose([zmq], state="RUNNING")
+    assert d.advice.startswith("cancel the job to free its node(s): it cannot recover")
+
+
+def test_dedup_by_signature_node_worker_rank() -> None:
+    lines = [
+        observe("[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered", line_no=i, rank="1")
+        for i in (1, 2, 3)
+    ] + [observe("[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered", line_no=4, rank="2")]
+    groups = group_findings(lines)
+    assert [(g.first.rank, g.count, g.first.line_no, g.last_line_no) for g in groups] == [
+        ("1", 3, 1, 3),
+        ("2", 1, 4, 4),
+    ]
+    d = diagnose(lines)
+    assert d.root_count == 4 and d.counts == {"gpu-illegal-memory-access": 4}
+
+
+def test_deterministic_needs_every_worker_of_a_role() -> None:
+    def zmq(worker: str) -> Observation:
+        return observe(
+            "zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:5557')",
+            worker=worker,
+            mode=worker.split("_")[0],
+        )
+
+    roles = {"prefill": ["prefill_w0", "prefill_w1"], "decode": ["decode_w0"]}
+    both = diagnose([zmq("prefill_w0"), zmq("prefill_w1")], workers=roles)
+    assert both.deterministic and both.deterministic_roles == ("prefill",)
+    one = diagnose([zmq("prefill_w0")], workers=roles)
+    assert not one.deterministic
+    # one worker of one role is not evidence enough ...
+    lone = diagnose([zmq("decode_w0")], workers=roles)
+    assert not lone.deterministic and lone.deterministic_roles == ("decode",)
+    # ... but every worker of a 1P1D job is
+    pair = diagnose([zmq("prefill_w0"), zmq("decode_w0")], workers={"prefill": ["prefill_w0"], "decode": ["decode_w0"]})
+    assert pair.deterministic
+
+
+def test_diagnosis_is_frozen() -> None:
+    d = diagnose([])
+    assert isinstance(d, Diagnosis)
+    with pytest.raises(AttributeError):
+        d.verdict = "failed"  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- line handling
+
+
+def test_line_time_formats() -> None:
+    assert line_time("2026-08-21 10:00:05 [INFO] x") == (1787306405.0, True)
+    assert line_time("[atom 14:05:01] EngineCore_DP1 failed") == (14 * 3600 + 5 * 60 + 1, False)
+    assert line_time("E0603 20:16:59.104586 27322 file.cc:271] x") == (20 * 3600 + 16 * 60 + 59.104586, False)
+    assert line_time("Traceback (most recent call last):") is None
+
+
+def test_clean_text_strips_escapes_and_caps() -> None:
+    assert clean_text("\x1b[31mERROR\x1b[0m boom\x00\x07") == "ERROR boom"
+    assert clean_text("\x1b]0;title\x07x") == "x"
+    assert len(clean_text("x" * 100_000)) == 4096
