@@ -13,10 +13,10 @@ import re
 import shlex
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from console.clusters import Profile
+from console.demo.sbatch import ENGINE_PATH, arm_plan, render_batch_script
 from console.model import Arm
 from console.recipes.yamlio import dump
 from console.scheduler import Scheduler, SchedulerError, Submission, valid_job_id
@@ -157,9 +157,7 @@ class DemoLauncher:
     async def _engine(self, workdir: str) -> str:
         """Upload the engine once per console run (its content names the file, so versions never mix)."""
         if self._engine_path is None:
-            from console.demo import engine
-
-            source = Path(engine.__file__).read_bytes()
+            source = ENGINE_PATH.read_bytes()
             digest = hashlib.sha256(source).hexdigest()[:12]
             path = f"{workdir}/engine/srt-demo-engine-{digest}.py"
             await self.transport.run(["mkdir", "-p", "--", f"{workdir}/engine"], check=True)
@@ -168,36 +166,37 @@ class DemoLauncher:
         return self._engine_path
 
     async def submit(self, arm: Arm, attempt: int) -> Submitted:
-        from console.demo.sbatch import render_batch_script
-
         workdir = await self._paths.resolve(self.profile.workdir)
         outputs = await self._paths.resolve(self.profile.outputs)
         results = await self._paths.resolve(self.profile.results) if self.profile.results else None
         engine_path = await self._engine(workdir)
         run_dir = f"{workdir}/runs/{run_dir_name(arm, attempt)}"
-        config_path = f"{run_dir}/config.yaml"
+        plan_path = f"{run_dir}/plan.json"
         script_path = f"{run_dir}/sbatch_script.sh"
         await self.transport.run(["mkdir", "-p", "--", run_dir, outputs], check=True)
-        await self.transport.write_file(config_path, dump(arm.config).encode())
+        await self.transport.write_file(plan_path, json.dumps(arm_plan(arm), indent=2).encode())
+        await self.transport.write_file(f"{run_dir}/config.yaml", dump(arm.config).encode())
         script = render_batch_script(
             arm,
-            config_path=config_path,
-            outputs=outputs,
+            job_dir_template=f"{outputs}/%j",
             engine_path=engine_path,
+            config_path=plan_path,
             python=self.profile.python,
             results_root=results,
             attempt=attempt,
+            partition=self.profile.partition,
+            account=self.profile.account,
+            time_limit=self.profile.time_limit,
         )
         await self.transport.write_file(script_path, script.encode(), mode=0o755)
+        # The script carries its own #SBATCH lines; the submission repeats only what the
+        # scheduler needs to know before reading it.
         submission = Submission(
             script=script_path,
             job_name=arm.name,
             output=f"{outputs}/%j/logs/sweep_%j.log",
             workdir=run_dir,
             nodes=arm.topology.node_demand,
-            partition=self.profile.partition,
-            account=self.profile.account,
-            time_limit=self.profile.time_limit or _time_limit(arm),
             hold=self.profile.scheduler == "slurm",
         )
         try:
@@ -209,9 +208,3 @@ class DemoLauncher:
             await self.transport.run(["mkdir", "-p", "--", f"{output_dir}/logs"], check=True)
             await self.scheduler.release(job_id)
         return Submitted(job_id, output_dir, f"{results}/{job_id}" if results else None)
-
-
-def _time_limit(arm: Arm) -> str | None:
-    slurm = arm.config.get("slurm")
-    value = slurm.get("time_limit") if isinstance(slurm, dict) else None
-    return str(value) if value is not None else None

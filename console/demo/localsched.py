@@ -267,6 +267,10 @@ class LocalScheduler:
         for job_id in job_ids:
             self.request_cancel(job_id)
 
+    async def release(self, job_id: str) -> None:
+        # Local jobs are never held: the runner creates the output directory itself.
+        valid_job_id(job_id)
+
     # ------------------------------------------------------------- synchronous helpers
 
     def status(self, job_id: str) -> JobStatus:

@@ -4,7 +4,7 @@
 # Must run as root on a Debian/Ubuntu machine with apt-get.
 set -euo pipefail
 
-PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server python3-zmq
+PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server python3-zmq python3-yaml
           openssh-server openssh-client procps iproute2)
 # One binary per package group; if all are present, apt-get is skipped.
 BINARIES=(/usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/bin/sacct
@@ -26,6 +26,9 @@ missing=()
 for b in "${BINARIES[@]}"; do
     [[ -x $b ]] || missing+=("$b")
 done
+# Jobs on the test cluster run the demo engine (pyzmq) and the srtctl stand-in (PyYAML) under
+# the system python3, which has no binary of its own to look for.
+/usr/bin/python3 -c 'import zmq, yaml' 2>/dev/null || missing+=("python3-zmq/python3-yaml")
 if [[ ${#missing[@]} -eq 0 ]]; then
     log "all packages already installed ($(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.2f", e-s}') s)"
     exit 0
