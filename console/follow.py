@@ -613,7 +613,10 @@ class Follower:
 
     async def _session(self) -> None:
         await self._emit_status(AgentState.STARTING, f"starting the agent with {self.agent_python}")
-        proc = await self.transport.start(agent_argv(self.agent_python))
+        try:
+            proc = await self.transport.start(agent_argv(self.agent_python))
+        except FileNotFoundError as exc:  # a local interpreter that does not exist
+            raise _InterpreterMissing(f"{self.agent_python} not found: {exc}") from exc
         stderr_task = asyncio.create_task(self._drain_stderr(proc))
         try:
             source = agent_source()
