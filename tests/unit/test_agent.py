@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -66,10 +67,8 @@ class Collector:
                 tail = self.events[-5:]
                 raise AssertionError(f"timed out after {timeout:g} s waiting for {what}; last events: {tail!r}")
             self._changed.clear()
-            try:
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), min(remaining, 0.5))
-            except asyncio.TimeoutError:
-                pass
 
     def lines(self, file: str) -> list[tuple[int, str]]:
         """(line_no, text) of every delivered line of ``file``, in delivery order."""
@@ -89,10 +88,8 @@ class Collector:
 
     async def stop(self) -> None:
         self._task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        except asyncio.CancelledError:
-            pass
 
 
 def job_dir(tmp_path: Path) -> Path:
@@ -547,7 +544,7 @@ async def test_big_backlog_is_triaged_not_transferred(tmp_path: Path) -> None:
     # Triaged regions and streamed lines join up exactly.
     triaged = collector.of(CandidatesEvent)
     assert triaged[0].start_offset == 0
-    assert all(a.end_offset == b.start_offset for a, b in zip(triaged, triaged[1:], strict=False))
+    assert all(a.end_offset == b.start_offset for a, b in itertools.pairwise(triaged))
     first_streamed = next(e for e in collector.of(LinesEvent) if e.lines)
     assert first_streamed.first_line_no == triaged[-1].line_count + 1
     assert size - triaged[-1].end_offset <= 256 << 10
