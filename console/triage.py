@@ -24,6 +24,7 @@ from pathlib import PurePath
 from typing import Any, BinaryIO, Final
 
 from console.diagnosis import Diagnosis, FindingGroup, Observation, diagnose_groups
+from console.sanitize import clean_line
 from console.signatures import Finding, Matcher, default_matcher
 from console.stages import WORKER_FILE_RE, Stage, StageChange, StageSnapshot, StageTracker
 
@@ -45,8 +46,6 @@ MAX_FINDINGS: Final[int] = 20_000
 _READ_BYTES: Final[int] = MAX_TEXT_CHARS * 4  # enough bytes for MAX_TEXT_CHARS characters of UTF-8
 _LOOKBACK: Final[int] = 200  # lines kept per file to date an undated line (a traceback)
 
-_ANSI_RE: Final = re.compile(r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_CONTROL_RE: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 _FULL_TIME_RE: Final = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?!\d)")
 _DAY_TIME_RE: Final = re.compile(r"(?<![\d:.])(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?![\d:])")
 _TIME_PREFIX_CHARS: Final[int] = 80
@@ -55,16 +54,11 @@ _PROCESS_RE: Final = re.compile(r"^(?P<mode>prefill|decode|agg)_(?P<idx>\d+)_(?P
 
 
 def clean_text(line: str) -> str:
-    """The line without escape sequences and control characters, cut to MAX_TEXT_CHARS."""
-    if len(line) > MAX_TEXT_CHARS * 2:
-        line = line[: MAX_TEXT_CHARS * 2]
-    if "\x1b" in line:
-        line = _ANSI_RE.sub("", line)
-    line = line.rstrip("\r\n")
-    if "\r" in line:
-        line = line.replace("\r", " ")
-    line = _CONTROL_RE.sub("", line)
-    return line[:MAX_TEXT_CHARS]
+    """The line as inert plain text (:func:`console.sanitize.clean_line`), at most about
+    MAX_TEXT_CHARS characters."""
+    if len(line) <= MAX_TEXT_CHARS and line.isprintable():  # the common case: nothing to do
+        return line
+    return clean_line(line, MAX_TEXT_CHARS)
 
 
 def line_time(line: str) -> tuple[float, bool] | None:
@@ -102,26 +96,50 @@ def looks_binary(head: bytes) -> bool:
     return odd > len(head) // 10
 
 
-def read_lines(handle: BinaryIO, *, max_chars: int = MAX_TEXT_CHARS) -> Iterator[str]:
+def read_lines(handle: BinaryIO, *, max_chars: int = MAX_TEXT_CHARS, block: int = 1 << 20) -> Iterator[str]:
     """The lines of a binary handle as text (invalid UTF-8 replaced), each cut to ``max_chars``.
 
-    A line longer than that is read past in chunks and never held whole.
+    Reads blocks of ``block`` bytes; a line longer than ``max_chars * 4`` bytes is cut and the
+    rest of it skipped as it streams past, so memory stays bounded whatever the line lengths.
     """
     limit = max_chars * 4
-    readline = handle.readline
+    carry = b""
+    skipping = False  # inside an over-long line whose head was already given out
+    read = handle.read
     while True:
-        chunk = readline(limit)
-        if not chunk:
-            return
-        if len(chunk) == limit and not chunk.endswith(b"\n"):
-            while True:
-                rest = readline(1 << 16)
-                if not rest or rest.endswith(b"\n"):
-                    break
-        text = chunk.decode("utf-8", "replace")
-        if len(text) > max_chars:
-            text = text[:max_chars]
-        yield text.rstrip("\r\n")
+        data = read(block)
+        if not data:
+            break
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        if parts:
+            head = parts[0]
+            if skipping:
+                skipping = False
+                parts = parts[1:]
+            else:
+                parts[0] = carry + head if carry else head
+            carry = b""
+            for raw in parts:
+                if len(raw) > limit:
+                    raw = raw[:limit]
+                text = raw.decode("utf-8", "replace")
+                if text.endswith("\r"):
+                    text = text[:-1]
+                yield text if len(text) <= max_chars else text[:max_chars]
+        if skipping:
+            continue
+        carry += tail
+        if len(carry) > limit:
+            text = carry[:limit].decode("utf-8", "replace")
+            yield text[:max_chars]
+            carry = b""
+            skipping = True
+    if carry and not skipping:
+        text = carry.decode("utf-8", "replace")
+        if text.endswith("\r"):
+            text = text[:-1]
+        yield text[:max_chars]
 
 
 @dataclass
