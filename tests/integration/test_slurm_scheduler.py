@@ -57,7 +57,14 @@ class Jobs:
         return path
 
     async def submit(
-        self, script: str, *, nodes: int = 1, extra: Sequence[str] = (), directory: str | None = None, **kw: object
+        self,
+        script: str,
+        *,
+        nodes: int = 1,
+        extra: Sequence[str] = (),
+        directory: str | None = None,
+        env: dict[str, str] | None = None,
+        time_limit: str | None = None,
     ) -> str:
         workdir = directory or self.directory
         submission = Submission(
@@ -67,7 +74,8 @@ class Jobs:
             workdir=workdir,
             nodes=nodes,
             partition=self.cluster.partition,
-            **kw,  # type: ignore[arg-type]
+            time_limit=time_limit,
+            env=env or {},
         )
         job_id = await self.scheduler.submit(submission, extra_args=extra)
         self.ids.append(job_id)

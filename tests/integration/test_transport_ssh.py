@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import signal
@@ -213,6 +214,28 @@ def session_pids(local_port: int) -> list[int]:
     return sorted(pids)
 
 
+async def kill_session(transport: SshTransport) -> None:
+    """SIGKILL this transport's sshd session and wait until the server side is really gone.
+
+    Waiting matters on a busy machine: a command started in the instant before the kill takes
+    effect is lost with the connection, and its outcome is then unknown (a TransportError).
+    Killing is repeated because sshd may fork the session's post-auth child just after the
+    first look, and that child holds the connection too.
+    """
+    address = transport.local_address
+    assert address is not None
+    assert session_pids(address[1]), "no sshd process found for this connection"
+
+    async def gone() -> bool:
+        pids = session_pids(address[1])
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return not pids
+
+    await eventually(gone, "the killed sshd session to disappear")
+
+
 async def test_reconnects_after_the_session_is_killed(
     transport: SshTransport, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -220,12 +243,8 @@ async def test_reconnects_after_the_session_is_killed(
     await transport.connect()
     transport.add_status_listener(seen.append)
     address = transport.local_address
-    assert address is not None
-    pids = session_pids(address[1])
-    assert pids, "no sshd process found for this connection"
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
     killed = time.perf_counter()
+    await kill_session(transport)
 
     result = await transport.run(["echo", "back"], timeout=20)
     reconnect_s = time.perf_counter() - killed
@@ -245,10 +264,7 @@ async def test_connections_that_keep_dying_young_back_off(transport: SshTranspor
     seen: list[ConnectionStatus] = []
     transport.add_status_listener(seen.append)
     for _ in range(2):
-        address = transport.local_address
-        assert address is not None
-        for pid in session_pids(address[1]):
-            os.kill(pid, signal.SIGKILL)
+        await kill_session(transport)
         assert (await transport.run(["true"], timeout=20)).ok
     states = [s.state for s in seen]
     # The first drop reconnects at once; the second one, seconds later, waits a backoff first.
@@ -262,10 +278,7 @@ async def test_connections_that_keep_dying_young_back_off(transport: SshTranspor
 async def test_a_dropped_connection_ends_a_streaming_process_with_transport_error(transport: SshTransport) -> None:
     proc = await transport.start(["sh", "-c", "echo ready; exec sleep 60"])
     assert await asyncio.wait_for(proc.readline(), 10) == b"ready\n"
-    address = transport.local_address
-    assert address is not None
-    for pid in session_pids(address[1]):
-        os.kill(pid, signal.SIGKILL)
+    await kill_session(transport)
     with pytest.raises(TransportError):
         while await asyncio.wait_for(proc.read(), 10):
             pass
