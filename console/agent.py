@@ -70,7 +70,7 @@ FILE_ROUND_BYTES = 4 << 20  # bytes streamed per file per round (others get thei
 ROUND_BYTES = 16 << 20  # bytes streamed per round over all files
 SCAN_CHUNK = 8 << 20  # triage reads this much at a time
 SCAN_ROUND_BYTES = 32 << 20  # triage work per round (heartbeats keep flowing)
-COUNT_ROUND_BYTES = 256 << 20  # line counting work per round
+COUNT_ROUND_BYTES = 32 << 20  # line counting work per round (a slow filesystem must not stop heartbeats)
 LONG_LINE_SEARCH = 64 << 20  # a line longer than this ends triage (the rest is streamed)
 
 BIG_BYTES = 4 << 20  # a backlog over this is triaged (candidates + the last TAIL_BYTES)
