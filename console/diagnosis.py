@@ -7,7 +7,8 @@ before it) says. :func:`diagnose` turns a collection of them into a :class:`Diag
 - findings are grouped by (signature, node, worker, rank) with counts;
 - the root cause is the earliest specific (non-wrapper) fatal finding: startup before
   infra before runtime before scheduler, then the earliest time, then the narrower
-  (higher-priority) signature, then file order. Without one, the earliest non-wrapper
+  (higher-priority) signature, then file order; a worker's own line beats srtctl's quote
+  of it in the sweep log. Without one, the earliest non-wrapper
   error, else the earliest fatal wrapper (the cause is then in a log that was not read);
 - every other error or fatal group is a consequence (wrappers and cascades);
 - "deterministic" when the root signature hits every worker of a role that has logs
@@ -62,6 +63,7 @@ class Observation:
     rank: str | None = None  # "3" (global rank), "DP1", "TP2"
     time: float | None = None
     time_has_date: bool = False
+    quoted: bool = False  # a worker's line as srtctl quotes it in the sweep log's FAILURE DETAILS
 
     @property
     def id(self) -> str:
@@ -197,7 +199,8 @@ def group_findings(observations: Iterable[Observation]) -> list[FindingGroup]:
     last: dict[tuple[str, str | None, str | None, str | None], int] = {}
     for o in observations:
         key = o.key
-        if key not in firsts:
+        seen = firsts.get(key)
+        if seen is None or (seen.quoted and not o.quoted):
             firsts[key] = o
         tally[key] = tally.get(key, 0) + 1
         last[key] = max(last.get(key, 0), o.line_no)
@@ -298,6 +301,7 @@ def _root(groups: list[FindingGroup]) -> FindingGroup | None:
                 tier,
                 key=lambda g: (
                     _CATEGORY_RANK.get(g.first.category, 9),
+                    g.first.quoted,
                     clock(g.first),
                     -g.first.finding.priority,
                     g.first.order,

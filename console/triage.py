@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Final
 from console.diagnosis import Diagnosis, FindingGroup, Observation, diagnose_groups
 from console.sanitize import clean_line
 from console.signatures import Finding, Matcher, default_matcher
-from console.stages import WORKER_FILE_RE, Stage, StageChange, StageSnapshot, StageTracker
+from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, Stage, StageChange, StageSnapshot, StageTracker
 
 __all__ = [
     "MAX_FINDINGS",
@@ -51,6 +51,11 @@ _DAY_TIME_RE: Final = re.compile(r"(?<![\d:.])(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{
 _TIME_PREFIX_CHARS: Final[int] = 80
 _RANK_KEYS: Final = (("rank", ""), ("dp_rank", "DP"), ("tp_rank", "TP"), ("ep_rank", "EP"))
 _PROCESS_RE: Final = re.compile(r"^(?P<mode>prefill|decode|agg)_(?P<idx>\d+)_(?P<node>.+)$")
+# srtctl's FAILURE DETAILS block: per dead process a header, facts, then its last log lines
+# indented (possibly behind the logger's own `<date> <time> [LEVEL] ` prefix).
+_LOG_PREFIX_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)? \[[A-Z]+\] ")
+_QUOTE_HEADER_RE: Final = re.compile(r"^--- Process: (?P<name>\S{1,200}) ---\s*$")
+_QUOTE_START_RE: Final = re.compile(r"^Last \d+ lines of log:\s*$")
 
 
 def clean_text(line: str) -> str:
@@ -158,6 +163,9 @@ class _FileState:
     mode: str | None = None
     recent: deque[str] = field(default_factory=lambda: deque(maxlen=_LOOKBACK))
     last_date: float | None = None  # epoch of the last midnight seen with a date
+    sweep: bool = False  # the orchestrator log (its FAILURE DETAILS block quotes worker logs)
+    quote_process: str | None = None  # `--- Process: <name> ---` of the block being read
+    quoting: bool = False  # inside the quoted `Last 50 lines of log:`
 
 
 class Triage:
@@ -207,11 +215,13 @@ class Triage:
         match = self.matcher.match_line
         recent = state.recent
         line_no = start - 1
+        sweep = state.sweep
         for text in cleaned:
             line_no += 1
+            quoted = sweep and self._quote(state, text)
             finding = match(text) if text else None
             if finding is not None:
-                observation = self._observe(file, state, line_no, text, finding)
+                observation = self._observe(file, state, line_no, text, finding, quoted)
                 update.findings.append(observation)
                 if observation.severity == "fatal" and state.worker is not None:
                     update.changes.extend(self.tracker.mark_worker_failed(file, observation.id, line_no))
@@ -244,18 +254,43 @@ class Triage:
         state = self._files.get(file)
         if state is None:
             state = _FileState()
-            m = WORKER_FILE_RE.match(PurePath(file).name)
+            name = PurePath(file).name
+            m = WORKER_FILE_RE.match(name)
             if m is not None:
                 state.node = m.group("node")
                 state.mode = m.group("mode")
                 state.worker = f"{m.group('mode')}_w{int(m.group('idx'))}"
+            state.sweep = SWEEP_LOG_RE.match(name) is not None
             self._files[file] = state
         return state
 
-    def _observe(self, file: str, state: _FileState, line_no: int, text: str, finding: Finding) -> Observation:
+    @staticmethod
+    def _quote(state: _FileState, text: str) -> bool:
+        """Whether this sweep-log line quotes a worker's log (FAILURE DETAILS)."""
+        body = text
+        if body[:1].isdigit():
+            m = _LOG_PREFIX_RE.match(body)
+            if m is not None:
+                body = body[m.end() :]
+        if state.quoting:
+            if not body or body[:1].isspace():
+                return True
+            state.quoting = False
+        if body.startswith("--- Process:"):
+            header = _QUOTE_HEADER_RE.match(body)
+            state.quote_process = header.group("name") if header else None
+        elif body.startswith("Last ") and state.quote_process and _QUOTE_START_RE.match(body):
+            state.quoting = True
+        return False
+
+    def _observe(
+        self, file: str, state: _FileState, line_no: int, text: str, finding: Finding, quoted: bool = False
+    ) -> Observation:
         captures = finding.captures
         node, worker, mode = state.node, state.worker, state.mode
         name = captures.get("name") or captures.get("process")
+        if quoted and state.quote_process:
+            name = state.quote_process
         if worker is None and name:
             pm = _PROCESS_RE.match(name)
             if pm is not None:
@@ -283,11 +318,14 @@ class Triage:
             rank=rank,
             time=stamp[0] if stamp else None,
             time_has_date=stamp[1] if stamp else False,
+            quoted=quoted,
         )
         group = self._groups.get(observation.key)
         if group is None:
             self._groups[observation.key] = [observation, 1, line_no]
         else:
+            if group[0].quoted and not quoted:
+                group[0] = observation  # the worker's own line beats srtctl's quote of it
             group[1] += 1
             group[2] = max(group[2], line_no)
         if len(self._findings) < self._max:

@@ -373,3 +373,118 @@ def test_clean_text_strips_escapes_and_caps() -> None:
     assert clean_text("\x1b]0;title\x07x") == "x"
     assert clean_text("x" * 100_000) == "x" * 4096 + "… [+95904 chars]"
     assert clean_text("\tlast\rshown") == "shown"  # what a terminal shows of a rewritten line
+
+
+# --------------------------------------------------------------------------- srtctl's FAILURE DETAILS
+
+
+FAILURE_DETAILS = [
+    "2026-08-26 14:05:04 [ERROR] Critical process 'prefill_0_mi355x-a01' exited with code 1",
+    "2026-08-26 14:05:05 [INFO] Cleanup",
+    "2026-08-26 14:05:06 [ERROR] ============================================================",
+    "2026-08-26 14:05:06 [ERROR] FAILURE DETAILS",
+    "2026-08-26 14:05:06 [ERROR] ============================================================",
+    "--- Process: prefill_0_mi355x-a01 ---",
+    "Exit code: 1",
+    "Node: mi355x-a01",
+    "Log file: /shared/outputs/39443/logs/mi355x-a01_prefill_w0.out",
+    "Last 50 lines of log:",
+    "    (EngineCore_DP7 pid=20424) zmq.error.ZMQError: Address already in use (addr='tcp://*:5557')",
+    "    [atom 14:05:03] Some processes failed to start, shutting down all",
+    "2026-08-26 14:05:06 [ERROR] ============================================================",
+    "✗ Sweep failed (exit code: 1)",
+]
+
+
+def test_failure_details_quotes_are_attributed_to_the_quoted_worker() -> None:
+    triage = triage_files({"logs/sweep_39443.log": FAILURE_DETAILS})
+    quoted = [o for o in triage.findings if o.quoted]
+    assert [(o.id, o.worker, o.node, o.line_no) for o in quoted] == [
+        ("zmq-bind-in-use", "prefill_w0", "mi355x-a01", 11),
+        ("engine-init-failed", "prefill_w0", "mi355x-a01", 12),
+    ]
+    d = triage.diagnose()
+    assert d.root_cause is not None and d.root_cause.id == "zmq-bind-in-use"
+    assert d.root_cause.first.file == "logs/sweep_39443.log"  # no worker log was read
+    assert d.verdict == "failed"
+
+
+def test_worker_log_line_beats_the_quote_of_it() -> None:
+    triage = Triage()
+    triage.feed("logs/sweep_39443.log", FAILURE_DETAILS)  # the quote arrives first
+    worker = (SEED_LOGS / "mi355x-a01_prefill_w0.out").read_text(encoding="utf-8").splitlines()
+    triage.feed("logs/mi355x-a01_prefill_w0.out", worker)
+    d = triage.diagnose()
+    assert d.root_cause is not None
+    assert d.root_cause.first.file == "logs/mi355x-a01_prefill_w0.out"
+    dp7 = [g for g in triage.groups if g.id == "zmq-bind-in-use" and g.first.rank == "DP7"]
+    assert len(dp7) == 1 and not dp7[0].first.quoted and dp7[0].count == 3
+
+
+def test_quote_ends_at_the_first_unindented_line() -> None:
+    lines = [
+        *FAILURE_DETAILS[:10],
+        "    [atom 14:05:03] ok",
+        "2026-08-26 14:05:07 [ERROR] Server did not become healthy",
+    ]
+    triage = triage_files({"logs/sweep_1.log": lines})
+    assert [o.id for o in triage.findings] == [
+        "srtctl-critical-process-exit",
+        "srtctl-critical-process-exit",  # the FAILURE DETAILS heading
+        "health-check-timeout",
+    ]
+    finding = triage.findings[-1]
+    assert finding.id == "health-check-timeout" and not finding.quoted and finding.worker is None
+
+
+# --------------------------------------------------------------------------- the demo engine
+
+
+DEMO_ENGINE = Path(__file__).resolve().parents[2] / "console" / "demo" / "engine.py"
+
+
+@pytest.mark.skipif(not DEMO_ENGINE.exists(), reason="the demo engine is not in this checkout")
+def test_demo_engine_twin_of_the_seed(tmp_path: Path) -> None:
+    """The demo engine's 2P1D DPA twin (real pyzmq bind conflict) triages like the seed."""
+    pytest.importorskip("zmq")
+    import subprocess
+    import sys
+
+    plan = {
+        "name": "twin-2p1d",
+        "backend": "atom",
+        "frontend": "atomesh",
+        "benchmark": "custom",
+        "concurrencies": [256],
+        "gpus_per_node": 8,
+        "gpu_type": "mi355x",
+        "roles": [
+            {"name": "prefill", "workers": 2, "nodes": 2, "gpus_per_worker": 8, "dp_attention": True, "tp": 8},
+            {"name": "decode", "workers": 1, "nodes": 1, "gpus_per_worker": 8, "tp": 8},
+        ],
+        "config": {
+            "name": "twin-2p1d",
+            "demo": {"startup_seconds": 1, "shards": 64, "graph_batches": 4, "faults": [{"type": "zmq-bind"}]},
+            "health_check": {"max_attempts": 5, "interval_seconds": 1},
+        },
+    }
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    job = tmp_path / "job"
+    proc = subprocess.run(
+        [sys.executable, str(DEMO_ENGINE), "orchestrator", "--plan", str(tmp_path / "plan.json"),
+         "--job-dir", str(job), "--job-id", "39443", "--speed", "4"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    (job / "logs" / "sweep_39443.log").write_text(proc.stdout)
+    triage = triage_dir(job / "logs")
+    d = triage.diagnose("RUNNING")
+    assert d.root_cause is not None and d.root_cause.id == "zmq-bind-in-use", proc.stderr[-2000:]
+    assert not d.root_cause.first.quoted
+    assert d.deterministic and set(d.root_workers) == {"prefill_w0", "prefill_w1", "decode_w0"}
+    assert {"engine-init-failed", "srtctl-critical-process-exit"} <= {g.id for g in d.consequences}
+    snap = triage.snapshot("RUNNING")
+    assert snap.job_id == "39443" and snap.nodes == 3
+    for worker in snap.workers.values():
+        assert worker.shards_label == "64/64" and worker.graphs_label == "4/4" and worker.stage.value == "failed"
+    # the orchestrator already ended the attempt, so it is failed rather than doomed
+    assert snap.stage.value == "Failed" and d.verdict == "failed"
