@@ -166,6 +166,7 @@ class _FileState:
     sweep: bool = False  # the orchestrator log (its FAILURE DETAILS block quotes worker logs)
     quote_process: str | None = None  # `--- Process: <name> ---` of the block being read
     quoting: bool = False  # inside the quoted `Last 50 lines of log:`
+    failed: bool = False  # the tracker was told this worker failed
 
 
 class Triage:
@@ -209,7 +210,8 @@ class Triage:
         if first_line_no is not None:
             state.lines = first_line_no - 1
         start = state.lines + 1
-        cleaned = [clean_text(line) for line in lines]
+        cap = MAX_TEXT_CHARS
+        cleaned = [line if len(line) <= cap and line.isprintable() else clean_line(line, cap) for line in lines]
         update = TriageUpdate()
         update.changes.extend(self.tracker.feed(file, cleaned, first_line_no=start))
         match = self.matcher.match_line
@@ -223,7 +225,8 @@ class Triage:
             if finding is not None:
                 observation = self._observe(file, state, line_no, text, finding, quoted)
                 update.findings.append(observation)
-                if observation.severity == "fatal" and state.worker is not None:
+                if observation.severity == "fatal" and state.worker is not None and not state.failed:
+                    state.failed = True
                     update.changes.extend(self.tracker.mark_worker_failed(file, observation.id, line_no))
             recent.append(text)
         state.lines = line_no
