@@ -178,6 +178,8 @@ def sbatch_argv(submission: Submission, extra_args: Sequence[str] = ()) -> list[
         argv.append(f"--account={submission.account}")
     if submission.time_limit:
         argv.append(f"--time={submission.time_limit}")
+    if submission.hold:
+        argv.append("--hold")
     # The job gets sbatch's environment, which the transport extends with submission.env
     # (``env K=V sbatch ...``): values may then contain commas, unlike in --export=K=V.
     argv.append("--export=ALL")
@@ -202,6 +204,10 @@ def sacct_argv(job_ids: Sequence[str]) -> list[str]:
 
 def scontrol_argv(job_id: str) -> list[str]:
     return ["scontrol", "show", "job", "-o", valid_job_id(job_id)]
+
+
+def release_argv(job_id: str) -> list[str]:
+    return ["scontrol", "release", valid_job_id(job_id)]
 
 
 def scancel_argv(job_ids: Sequence[str]) -> list[str]:
@@ -372,6 +378,12 @@ class SlurmScheduler:
         if errors and all(any(h in line for h in harmless) for line in errors):
             return
         raise SchedulerError(f"scancel failed (exit {result.returncode}): {_error_text(result)}")
+
+    async def release(self, job_id: str) -> None:
+        """Let a job submitted with ``hold`` run (``scontrol release``)."""
+        result = await self._run(release_argv(job_id))
+        if result.returncode != 0:
+            raise SchedulerError(f"scontrol release {job_id} failed (exit {result.returncode}): {_error_text(result)}")
 
     async def poll(self, job_ids: list[str]) -> dict[str, JobStatus]:
         ids = _job_ids(job_ids)

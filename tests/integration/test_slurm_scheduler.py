@@ -218,6 +218,20 @@ async def test_pending_job_shows_its_reason_then_cancel(jobs: Jobs, uid: str) ->
     await jobs.scheduler.cancel([job_id])
 
 
+async def test_held_job_waits_for_release(jobs: Jobs) -> None:
+    script = await jobs.script("true.sh", TRUE_SCRIPT)
+    submission = Submission(script=script, job_name="srt-held", workdir=jobs.directory, output="/dev/null", hold=True)
+    job_id = await jobs.scheduler.submit(submission)
+    jobs.ids.append(job_id)
+    status = (await jobs.scheduler.poll([job_id]))[job_id]
+    assert (status.state, status.reason) == (JobState.PENDING, "JobHeldUser")
+    await jobs.scheduler.release(job_id)
+    final = await jobs.final(job_id)
+    assert (final.state, final.exit_code) == (JobState.COMPLETED, "0:0")
+    with pytest.raises(SchedulerError, match="already finished"):
+        await jobs.scheduler.release(job_id)
+
+
 async def test_polling_ten_jobs_costs_one_squeue_call(jobs: Jobs) -> None:
     script = await jobs.script("later.sh", TRUE_SCRIPT)
     ids = [await jobs.submit(script, extra=["--begin=now+1hour"]) for _ in range(10)]

@@ -19,6 +19,7 @@ from console.slurm import (
     parse_scontrol,
     parse_scontrol_fields,
     parse_squeue,
+    release_argv,
     sacct_argv,
     sbatch_argv,
     scancel_argv,
@@ -341,6 +342,14 @@ def test_sbatch_argv_rejects_nonsense() -> None:
     ]
 
 
+def test_held_submission_and_release_argv() -> None:
+    argv = sbatch_argv(Submission(script="a.sh", job_name="a", hold=True))
+    assert argv == ["sbatch", "--parsable", "--job-name=a", "--hold", "--export=ALL", "a.sh"]
+    assert release_argv("42") == ["scontrol", "release", "42"]
+    with pytest.raises(ValueError):
+        release_argv("42 43")
+
+
 def test_command_line_rejects_bad_env_names_and_strings() -> None:
     with pytest.raises(ValueError):
         command_line(["true"], env={"A B": "1"})
@@ -489,3 +498,13 @@ async def test_cancel_ignores_finished_jobs_but_not_other_errors() -> None:
     assert transport.ran == []
     with pytest.raises(ValueError):
         await sched.cancel(["5; reboot"])
+
+
+async def test_release_failure_is_a_scheduler_error() -> None:
+    sched, transport = scheduler({"scontrol": [(0, "", "")]})
+    await sched.release("42")
+    assert transport.ran[0][0] == ("scontrol", "release", "42")
+    err = "Invalid job id specified for job 1\nslurm_suspend error: Invalid job id specified\n"
+    sched, _ = scheduler({"scontrol": [(1, "", err)]})
+    with pytest.raises(SchedulerError, match="Invalid job id"):
+        await sched.release("1")
