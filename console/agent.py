@@ -59,7 +59,10 @@ except ImportError:  # pragma: no cover - Python 2 is not supported; this keeps 
 
 PROTOCOL = 1
 
-POLL_S = 0.15  # how often a changing file is checked
+POLL_S = 0.1  # how often a changing file is checked
+# The main loop sleeps POLL_S between rounds; a file is due again a little earlier, so that
+# every round looks at it (and not every other one).
+POLL_SLACK = 0.5
 IDLE_POLL_S = 1.0  # how often a file that has not changed for IDLE_AFTER_S is checked
 IDLE_AFTER_S = 30.0
 DISCOVER_S = 0.5  # how often a watched dir is listed for new files
@@ -76,6 +79,8 @@ LONG_LINE_SEARCH = 64 << 20  # a line longer than this ends triage (the rest is 
 BIG_BYTES = 4 << 20  # a backlog over this is triaged (candidates + the last TAIL_BYTES)
 TAIL_BYTES = 256 << 10
 CANDIDATE_BYTES = 4096  # text of one candidate line at most
+MAX_HITS = 2000  # candidate lines in one record at most
+MAX_HIT_BYTES = 1 << 20  # candidate text in one record at most
 MAX_READ = 16 << 20  # one range read at most
 RESULT_HEAD = 16 << 10
 RESULT_TAIL = 16 << 10
@@ -363,7 +368,8 @@ class Watch:
                 # Stop at the first line end at or after scan_end.
                 cut = block.find(b"\n", max(0, t.scan_end - t.offset - 1))
                 block = block[: cut + 1]
-            self.scan_block(t, block, hits)
+            if not self.scan_block(t, block, hits):
+                break
         if t.offset >= t.scan_end:
             t.phase = "stream"
         if t.offset > start or hits:
@@ -381,7 +387,9 @@ class Watch:
         budget[0] -= work // 8  # reading is cheaper than sending, but not free
         return True
 
-    def scan_block(self, t: Tracked, block: bytes, hits: List[List[Any]]) -> None:
+    def scan_block(self, t: Tracked, block: bytes, hits: List[List[Any]]) -> bool:
+        """Triage whole lines of ``block`` (at ``t.offset``); False when the record is full and
+        the block was cut short (the rest is triaged in the next record)."""
         base_lines = t.lines or 0
         low = block.lower()
         starts = set()
@@ -396,14 +404,22 @@ class Watch:
                 e = low.find(b"\n", m.end())
                 pos = len(low) if e < 0 else e + 1
         counted, line_no = 0, base_lines
+        text_bytes = sum(len(h[2]) for h in hits)
         for s in sorted(starts):
+            if hits and (len(hits) >= MAX_HITS or text_bytes >= MAX_HIT_BYTES):
+                block = block[:s]
+                t.lines = base_lines + block.count(b"\n")
+                t.offset += len(block)
+                return False
             line_no += block.count(b"\n", counted, s)
             counted = s
             e = block.find(b"\n", s)
             text = block[s : min(e, s + CANDIDATE_BYTES)].rstrip(b"\r")
             hits.append([t.offset + s, line_no + 1, text.decode("utf-8", "replace")])
+            text_bytes += len(text)
         t.lines = base_lines + block.count(b"\n")
         t.offset += len(block)
+        return True
 
     def skip_long_line(self, t: Tracked, first: bytes, hits: List[List[Any]]) -> bool:
         """A line longer than a scan chunk: check its start, find its end. False: no end found."""
@@ -456,10 +472,10 @@ class Watch:
             return True
         if st.st_size == t.offset:
             idle = now - t.last_change > IDLE_AFTER_S
-            t.next_poll = now + (IDLE_POLL_S if idle else POLL_S)
+            t.next_poll = now + (IDLE_POLL_S if idle else POLL_SLACK * POLL_S)
             return False
         t.last_change = now
-        t.next_poll = now + POLL_S
+        t.next_poll = now + POLL_SLACK * POLL_S
         return self.drain(t, budget, limit=True)
 
     def drain(self, t: Tracked, budget: List[int], limit: bool) -> bool:

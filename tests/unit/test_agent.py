@@ -552,6 +552,32 @@ async def test_big_backlog_is_triaged_not_transferred(tmp_path: Path) -> None:
     assert elapsed < 60
 
 
+async def test_a_backlog_full_of_keywords_is_triaged_in_bounded_records(tmp_path: Path) -> None:
+    directory = job_dir(tmp_path)
+    log = directory / "logs" / "node5_decode_w0.out"
+    line = b"ERROR retrying request \x1b[31m" + b"\x01" * 40 + b"\n"
+    count = (12 << 20) // len(line)
+    log.write_bytes(line * count)
+    name = "logs/node5_decode_w0.out"
+    async with Follower(LocalTransport(), keywords=["error"]) as follower:
+        collector = Collector(follower)
+        await follower.watch(str(directory))
+
+        def caught_up() -> bool:
+            lines = collector.lines(name)
+            return bool(lines) and lines[-1][0] == count
+
+        await collector.until(caught_up, "triage of a keyword-dense backlog", timeout=60)
+        await collector.stop()
+    triaged = collector.of(CandidatesEvent)
+    assert len(triaged) > 10 and all(len(e.candidates) <= agent_module.MAX_HITS for e in triaged)
+    numbers = [c.line_no for e in triaged for c in e.candidates]
+    assert numbers == list(range(1, len(numbers) + 1))
+    streamed = collector.lines(name)
+    assert streamed[0][0] == len(numbers) + 1 and len(numbers) + len(streamed) == count
+    assert AgentState.RESTARTING not in collector.statuses()
+
+
 # --------------------------------------------------------------------------- paging
 
 
