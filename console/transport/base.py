@@ -168,7 +168,8 @@ class Transport(Protocol):
         A missing file is FileNotFoundError, an unreadable one PermissionError.
         """
 
-    async def home(self) -> str: ...
+    async def home(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
+        """The login user's home directory (asked once, then remembered)."""
 
     async def start(
         self,

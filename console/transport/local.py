@@ -175,7 +175,7 @@ class LocalTransport:
         except asyncio.TimeoutError:
             raise TransportError(f"file operation timed out after {timeout:g} s") from None
 
-    async def home(self) -> str:
+    async def home(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
         return os.path.expanduser("~")
 
     async def start(

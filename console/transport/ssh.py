@@ -548,7 +548,7 @@ class SshTransport:
     ) -> tuple[tuple[str, ...], int, bytes, bytes]:
         args = check_argv(argv)
         if cwd is not None and cwd.startswith("~"):
-            cwd = expand_home(cwd, await self.home())
+            cwd = expand_home(cwd, await self.home(timeout=timeout))
         command = command_line(args, cwd=cwd, env=env)
         code, out, err = await self._with_deadline(
             lambda phase: self._exec(args, command, stdin_data, phase), timeout, command
@@ -580,7 +580,7 @@ class SshTransport:
     ) -> SshProcess:
         args = check_argv(argv)
         if cwd is not None and cwd.startswith("~"):
-            cwd = expand_home(cwd, await self.home())
+            cwd = expand_home(cwd, await self.home(timeout=timeout))
         command = command_line(args, cwd=cwd, env=env)
         kwargs: dict[str, Any] = {"stderr": asyncssh.STDOUT} if merge_stderr else {}
 
@@ -607,9 +607,9 @@ class SshTransport:
 
         return await self._with_deadline(open_it, timeout, command)
 
-    async def home(self) -> str:
+    async def home(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
         if self._home is None:
-            result = await self.run(["printenv", "HOME"], timeout=DEFAULT_TIMEOUT)
+            result = await self.run(["printenv", "HOME"], timeout=timeout)
             lines = result.stdout.strip().splitlines()  # a chatty login script may print first
             home = lines[-1].strip() if lines else ""
             if result.returncode != 0 or not home.startswith("/"):
@@ -673,12 +673,12 @@ class SshTransport:
 
         return await self._with_deadline(attempt, timeout, what)
 
-    async def _path(self, path: str) -> str:
-        return expand_home(path, await self.home()) if path.startswith("~") else path
+    async def _path(self, path: str, timeout: float) -> str:
+        return expand_home(path, await self.home(timeout=timeout)) if path.startswith("~") else path
 
     async def write_file(self, path: str, data: bytes, mode: int = 0o644, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Write atomically (temporary file + rename) so a reader never sees half a file."""
-        path = await self._path(path)
+        path = await self._path(path, timeout)
         directory, base = posixpath.split(path)
         tmp = posixpath.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
 
@@ -715,7 +715,7 @@ class SshTransport:
     async def read_file(
         self, path: str, offset: int = 0, length: int | None = None, *, timeout: float = DEFAULT_TIMEOUT
     ) -> bytes:
-        path = await self._path(path)
+        path = await self._path(path, timeout)
 
         async def work() -> bytes:
             sftp = await self._sftp_client()
