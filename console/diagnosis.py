@@ -357,7 +357,7 @@ def _advice(
             parts.append(f"only a consequence was found ({cause}): read the worker logs for the cause, then rerun")
         else:
             where = ", ".join(root_workers) if root_workers else root.first.file
-            parts.append(f"looks like a one-off ({cause} in {where} only): rerun")
+            parts.append(f"{cause} hit {where} only, so it may be a one-off: rerun (if it recurs, see the hint)")
     text = "; ".join(parts)
     if hint and verdict in ("doomed", "failed"):
         text += f". Hint: {hint}"
