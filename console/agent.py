@@ -8,11 +8,14 @@ commands; ``python3 agent.py`` also works (commands only). It exits when stdin c
 Commands (stdin), one JSON object per line:
 
 - ``{"op": "watch", "dir": D, "results": R?, "offsets": {file: offset}?, "lines": {file: n}?,
-  "inodes": {file: ino}?, "keywords": [..]?, "big": bytes?, "tail": bytes?}``: follow job dir
+  "inodes": {file: ino}?, "seen": {file: [size, mtime]}?, "keywords": [..]?, "big": bytes?,
+  "tail": bytes?}``: follow job dir
   ``D`` (and a results dir ``R``, the one holding ``fixed-seq/``). ``file`` keys are paths relative
   to ``D`` (``logs/sweep_1.log``; files of ``R`` too, e.g. ``../../results/1/fixed-seq/x-c4.json``).
   ``offsets`` say where streaming resumes, ``lines`` how many lines precede each offset (counted
-  here when missing), ``inodes`` which file the offsets belong to (a different inode: rotated).
+  here when missing), ``inodes`` which file the offsets belong to (a different inode: rotated),
+  ``seen`` which result files were already reported (not reported again unless they changed).
+  ``~`` in paths is this machine's home.
   Watching a dir again updates its settings; files already followed keep their positions.
 - ``{"op": "unwatch", "dir": D}``
 - ``{"op": "read", "id": N, "dir": D?, "file": F, "offset": O, "length": L}``: a range of a file
@@ -25,17 +28,18 @@ newline follow (a reader that does not find the newline is out of step and must 
 
 - ``hello {protocol, pid, python, host}`` once at start.
 - ``hb {time, watching}`` every ``HEARTBEAT_S`` seconds, whatever else is going on.
-- ``file {dir, file, kind: log|result, size, offset, lines, ino}``: a file was found (``offset``
-  is where streaming starts and ``lines`` the number of lines before it).
+- ``file {dir, file, kind: log|result, size, offset, lines, ino}``: a file was found (for logs,
+  ``offset`` is where streaming starts and ``lines`` the number of lines before it).
 - ``data {dir, file, offset, len}`` + bytes: the bytes of a log from ``offset``. Offsets are exact
   and contiguous per file until a ``truncated``/``rotated`` record.
 - ``candidates {dir, file, from, to, lines, hits: [[offset, line_no, text], ...]}``: a big backlog
   ``[from, to)`` was triaged instead of sent: only lines holding a keyword, with their byte offset
   and 1-based line number; ``lines`` is the line count before ``to``. Data resumes at ``to``.
+  One record holds at most ``MAX_HITS`` lines (``MAX_HIT_BYTES`` of text); a backlog takes several.
 - ``truncated|rotated {dir, file, size, ino}``: the file shrank or was replaced; it restarts at 0.
 - ``gone {dir, file}``: the file disappeared.
-- ``result {dir, file, size, head_len, head_is_whole, len}`` + head bytes then tail bytes: a
-  result file appeared or changed size. Result files are never streamed.
+- ``result {dir, file, size, head_len, head_is_whole, seen, len}`` + head bytes then tail bytes:
+  a result file appeared or changed (at most once a second). Result files are never streamed.
 - ``reply {id, ...}`` (+ bytes) for read/head_tail/ping; ``reply {id, error, errno}`` on failure.
 - ``error {msg}``: a command could not be understood.
 """
@@ -196,7 +200,7 @@ class Tracked:
         self.next_poll = 0.0
         self.result_size = -1
         self.result_mtime = -1.0
-        self.result_sent = 0.0
+        self.result_sent = -RESULT_MIN_INTERVAL_S
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -210,17 +214,19 @@ class Watch:
 
     def __init__(self, agent: "Agent", cmd: Dict[str, Any]) -> None:
         self.agent = agent
-        self.dir = str(cmd["dir"])
+        self.dir = str(cmd["dir"])  # as the console names it (records carry this)
+        self.root = os.path.expanduser(self.dir)  # where it is
         self.files: Dict[str, Tracked] = {}
         self.next_discover = 0.0
         self.update(cmd)
 
     def update(self, cmd: Dict[str, Any]) -> None:
         results = cmd.get("results")
-        self.results = str(results) if results else None
+        self.results = os.path.expanduser(str(results)) if results else None
         self.offsets = dict((str(k), int(v)) for k, v in (cmd.get("offsets") or {}).items())
         self.line_counts = dict((str(k), int(v)) for k, v in (cmd.get("lines") or {}).items())
         self.inodes = dict((str(k), int(v)) for k, v in (cmd.get("inodes") or {}).items())
+        self.seen = dict((str(k), v) for k, v in (cmd.get("seen") or {}).items() if isinstance(v, list) and len(v) == 2)
         keywords = cmd.get("keywords")
         if keywords is not None:
             self.gates = keyword_gates([str(k) for k in keywords])
@@ -241,7 +247,7 @@ class Watch:
         if now < self.next_discover:
             return
         self.next_discover = now + DISCOVER_S
-        logs = os.path.join(self.dir, "logs")
+        logs = os.path.join(self.root, "logs")
         for name, path, sub in _entries(logs, 1):
             if name.endswith(LOG_SUFFIXES):
                 self.add(path, "log")
@@ -256,11 +262,14 @@ class Watch:
                 self.add(rollup, "result")
 
     def add(self, path: str, kind: str) -> None:
-        rel = os.path.relpath(path, self.dir)
+        rel = os.path.relpath(path, self.root)
         if rel in self.files:
             return
         tracked = Tracked(rel, path, kind)
         self.files[rel] = tracked
+        if kind == "result" and rel in self.seen:  # reported to this console before
+            tracked.result_size, tracked.result_mtime = int(self.seen[rel][0]), float(self.seen[rel][1])
+            tracked.result_sent = -RESULT_MIN_INTERVAL_S
         if kind == "log":
             tracked.offset = max(0, self.offsets.get(rel, 0))
             tracked.lines = self.line_counts.get(rel)
@@ -511,7 +520,7 @@ class Watch:
         t.missing = False
         if st.st_size == t.result_size and st.st_mtime == t.result_mtime:
             return False
-        if t.result_sent and now - t.result_sent < RESULT_MIN_INTERVAL_S:
+        if now - t.result_sent < RESULT_MIN_INTERVAL_S:
             t.next_poll = t.result_sent + RESULT_MIN_INTERVAL_S
             return False
         try:
@@ -528,6 +537,7 @@ class Watch:
             "size": size,
             "head_len": len(head),
             "head_is_whole": whole,
+            "seen": [st.st_size, st.st_mtime],
         }
         self.agent.out.send(header, head + tail)
         return True
@@ -610,10 +620,10 @@ class Agent:
         self.commands.put(None)
 
     def path_of(self, cmd: Dict[str, Any]) -> str:
-        path = str(cmd["file"])
+        path = os.path.expanduser(str(cmd["file"]))
         directory = cmd.get("dir")
         if directory and not os.path.isabs(path):
-            path = os.path.join(str(directory), path)
+            path = os.path.join(os.path.expanduser(str(directory)), path)
         return path
 
     def handle(self, raw: bytes) -> None:

@@ -243,6 +243,8 @@ class _FileState:
     ino: int | None = None
     partial: bytearray = field(default_factory=bytearray)  # received after offset, no newline yet
     dropped: int = 0  # bytes of an overlong partial line not kept
+    announced: bool = False  # a FileEvent was emitted (not repeated after an agent restart)
+    seen: list[float] | None = None  # result files: [size, mtime] last reported
 
     @property
     def expected(self) -> int:
@@ -511,8 +513,11 @@ class Follower:
         offsets: dict[str, int] = {}
         lines: dict[str, int] = {}
         inodes: dict[str, int] = {}
+        seen: dict[str, list[float]] = {}
         for name, fs in state.files.items():
             if fs.kind != "log":
+                if fs.seen is not None:
+                    seen[name] = fs.seen
                 continue
             offsets[name] = fs.offset
             if fs.lines is not None:
@@ -525,6 +530,7 @@ class Follower:
             "offsets": offsets,
             "lines": lines,
             "inodes": inodes,
+            "seen": seen,
             "keywords": list(self.keywords),
         }
         if state.results:
@@ -741,7 +747,9 @@ class Follower:
                 fs.dropped = 0
                 if name not in state.committed or state.committed[name][1] is None:
                     state.committed[name] = (fs.offset, fs.lines)
-            await self._emit(FileEvent(state.dir, name, fs.kind, int(header.get("size") or 0)))
+            if not fs.announced:
+                fs.announced = True
+                await self._emit(FileEvent(state.dir, name, fs.kind, int(header.get("size") or 0)))
         elif kind == "candidates":
             hits = [Candidate(int(h[0]), int(h[1]), str(h[2])) for h in header.get("hits") or ()]
             fs.offset = int(header["to"])
@@ -756,9 +764,13 @@ class Follower:
             fs.dropped = 0
             await self._emit(ResetEvent(state.dir, name, str(kind), int(header.get("size") or 0)))
         elif kind == "gone":
+            fs.announced = False
+            fs.seen = None
             await self._emit(FileGoneEvent(state.dir, name))
         elif kind == "result":
             fs.kind = "result"
+            seen = header.get("seen")
+            fs.seen = list(seen) if isinstance(seen, list) else None
             data = payload or b""
             head_len = int(header.get("head_len", len(data)))
             await self._emit(

@@ -294,6 +294,8 @@ async def test_killed_agent_is_restarted_and_resumes_exactly(tmp_path: Path) -> 
     directory = job_dir(tmp_path)
     log = directory / "logs" / "node3_agg_w0.out"
     log.write_bytes(b"")
+    rollup = directory / "logs" / "benchmark-rollup.json"
+    rollup.write_bytes(b'{"benchmark_type": "sa-bench", "runs": []}')
     total = 3000
 
     async def writer() -> None:
@@ -319,6 +321,9 @@ async def test_killed_agent_is_restarted_and_resumes_exactly(tmp_path: Path) -> 
     assert lines == [(i + 1, f"seq {i:06d}") for i in range(total)]
     assert follower.restarts >= 3
     assert AgentState.RESTARTING in collector.statuses()
+    # Files and unchanged results are not announced again by a restarted agent.
+    assert sorted(e.file for e in collector.of(FileEvent)) == ["logs/benchmark-rollup.json", "logs/node3_agg_w0.out"]
+    assert len(collector.of(ResultEvent)) == 1
 
 
 async def test_lost_heartbeat_restarts_the_agent(tmp_path: Path) -> None:
@@ -399,6 +404,19 @@ async def test_gone_files_are_reported(tmp_path: Path) -> None:
         await collector.until(lambda: bool(collector.lines("logs/etcd.log")), "line")
         log.unlink()
         await collector.until(lambda: bool(collector.of(FileGoneEvent)), "gone")
+        await collector.stop()
+
+
+async def test_paths_under_the_home_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    directory = job_dir(tmp_path)
+    (directory / "logs" / "sweep_12345.log").write_bytes(b"at home\n")
+    async with Follower(LocalTransport()) as follower:
+        collector = Collector(follower)
+        await follower.watch("~/outputs/12345")
+        await collector.until(lambda: collector.lines("logs/sweep_12345.log") == [(1, "at home")], "line")
+        assert await follower.read_range("~/outputs/12345", "logs/sweep_12345.log", 3, 4) == b"home"
+        assert collector.of(LinesEvent)[0].dir == "~/outputs/12345"
         await collector.stop()
 
 
