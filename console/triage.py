@@ -19,7 +19,7 @@ import calendar
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any, BinaryIO, Final
 
@@ -167,6 +167,9 @@ class _FileState:
     quote_process: str | None = None  # `--- Process: <name> ---` of the block being read
     quoting: bool = False  # inside the quoted `Last 50 lines of log:`
     failed: bool = False  # the tracker was told this worker failed
+    last_stamp: tuple[float, bool] | None = None  # the last time a finding of this file was given
+    awaiting_time: bool = False  # a finding had no time: the next dated line gives one
+    next_stamp: tuple[float, bool] | None = None  # that next dated line's time
 
 
 class Triage:
@@ -195,7 +198,15 @@ class Triage:
     @property
     def groups(self) -> list[FindingGroup]:
         """Findings deduplicated by (signature, node, worker, rank), in arrival order."""
-        return [FindingGroup(first=g[0], count=g[1], last_line_no=g[2]) for g in self._groups.values()]
+        groups = []
+        for first, count, last in self._groups.values():
+            if first.time is None:
+                # Written before the first dated line of its file: just before that line.
+                after = self._files[first.file].next_stamp
+                if after is not None:
+                    first = replace(first, time=after[0] - 0.001, time_has_date=after[1])
+            groups.append(FindingGroup(first=first, count=count, last_line_no=last))
+        return groups
 
     def files(self) -> list[str]:
         return list(self._files)
@@ -220,6 +231,11 @@ class Triage:
         sweep = state.sweep
         for text in cleaned:
             line_no += 1
+            if state.awaiting_time:
+                found = line_time(text)
+                if found is not None:
+                    state.awaiting_time = False
+                    state.next_stamp = state.last_stamp = self._normalise(state, found)
             quoted = sweep and self._quote(state, text)
             finding = match(text) if text else None
             if finding is not None:
@@ -346,7 +362,17 @@ class Triage:
                 if found is not None:
                     break
         if found is None:
+            if state.last_stamp is not None:
+                return state.last_stamp
+            # Nothing dated above it yet: the next dated line of the file bounds it.
+            state.awaiting_time = True
             return None
+        stamp = self._normalise(state, found)
+        state.last_stamp = stamp
+        return stamp
+
+    @staticmethod
+    def _normalise(state: _FileState, found: tuple[float, bool]) -> tuple[float, bool]:
         seconds, has_date = found
         if has_date:
             state.last_date = seconds - seconds % 86400.0

@@ -273,6 +273,26 @@ def test_undated_traceback_line_takes_the_time_above_it() -> None:
     assert d.root_cause.first.time_has_date
 
 
+def test_finding_before_any_timestamp_is_placed_just_before_the_first_one() -> None:
+    triage = triage_files(
+        {
+            "logs/a_prefill_w0.out": [
+                "RuntimeError: CUDA error: an illegal memory access was encountered",
+                "Traceback (most recent call last):",
+                "[2026-08-21 10:02:00] shutting down",
+            ],
+            "logs/b_decode_w0.out": [
+                "[2026-08-21 10:03:00] starting",
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
+            ],
+        }
+    )
+    [illegal] = [g for g in triage.groups if g.id == "gpu-illegal-memory-access"]
+    assert illegal.first.time is not None and illegal.first.time_has_date
+    d = triage.diagnose()
+    assert d.root_cause is not None and d.root_cause.id == "gpu-illegal-memory-access"
+
+
 def test_only_wrappers_give_a_wrapper_root_and_say_so() -> None:
     d = diagnose(
         [
