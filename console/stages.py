@@ -308,16 +308,6 @@ _READY_WORKER_RE: Final = re.compile(
     r"|[Rr]egistered (?:with|to) (?:the )?(?:router|frontend|etcd|discovery|atomesh)"
     r"|Worker \S{1,80} registered|Successfully registered"
 )
-_WORKER_KEYS: Final = (
-    "oad",
-    "eights",
-    "aptur",
-    "raph",
-    "Uvicorn",
-    "startup complete",
-    "erver",
-    "egister",
-)
 
 
 class StageTracker:
@@ -593,7 +583,17 @@ class StageTracker:
     def _worker_line(
         self, worker: WorkerProgress, file: str, line_no: int, line: str, changes: list[StageChange]
     ) -> None:
-        if not any(k in line for k in _WORKER_KEYS):
+        # The hot path: most worker lines hold none of these words.
+        if not (
+            "oad" in line
+            or "aptur" in line
+            or "raph" in line
+            or "erver" in line
+            or "egister" in line
+            or "Uvicorn" in line
+            or "startup complete" in line
+            or "eights" in line
+        ):
             return
         if "oad" in line:
             found = _last_match(_SHARDS_RE, line)
