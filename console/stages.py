@@ -367,6 +367,11 @@ class StageTracker:
     def lines_seen(self, file: str) -> int:
         return self._line_counts.get(file, 0)
 
+    @property
+    def has_sweep_log(self) -> bool:
+        """Whether lines of an orchestrator log (``sweep_<JOBID>.log``) were fed."""
+        return any(SWEEP_LOG_RE.match(PurePath(f).name) for f in self._line_counts)
+
     def mark_worker_failed(self, file: str, reason: str, line_no: int = 0) -> list[StageChange]:
         """Record that the worker writing ``file`` failed (a fatal finding in its log)."""
         parsed = WORKER_FILE_RE.match(PurePath(file).name)

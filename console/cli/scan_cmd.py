@@ -186,7 +186,7 @@ def scan_document(triage: Triage, diagnosis: Diagnosis, snapshot: StageSnapshot,
     return {
         "findings": [o.to_json() for o in triage.findings],
         "diagnosis": diag,
-        "stage": snapshot.stage.value,
+        "stage": snapshot.stage.value if triage.tracker.has_sweep_log else None,
         "readiness": snapshot.readiness.label or None,
         "workers": {name: w.as_dict() for name, w in sorted(snapshot.workers.items())},
         "files": [str(f) for f in files],
@@ -228,8 +228,9 @@ def render_report(triage: Triage, diagnosis: Diagnosis, snapshot: StageSnapshot,
             where = f" in {', '.join(workers)}" if workers else ""
             mark = "wrapper" if first.wrapper else first.severity
             out.append(f"  {sig_id} ({mark}) x{count}{where}; first at {first.file}:{first.line_no}")
-    stage = snapshot.stage.value + (f"   readiness {snapshot.readiness.label}" if snapshot.readiness.label else "")
-    out.append(f"stage: {stage}")
+    if triage.tracker.has_sweep_log:
+        stage = snapshot.stage.value + (f"   readiness {snapshot.readiness.label}" if snapshot.readiness.label else "")
+        out.append(f"stage: {stage}")
     if snapshot.workers:
         out.append("workers:")
         for name, w in sorted(snapshot.workers.items()):

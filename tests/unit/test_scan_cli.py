@@ -57,6 +57,7 @@ def test_benign_lines_find_nothing(tmp_path: Path, capsys: pytest.CaptureFixture
     log.write_text("\n".join(EXAMPLES["benign"]) + "\n", encoding="utf-8")
     doc = run_json(capsys, str(log))
     assert doc["findings"] == []
+    assert doc["stage"] is None  # no orchestrator log was read
     diagnosis = doc["diagnosis"]
     assert isinstance(diagnosis, dict)
     assert diagnosis["root_cause"] is None and diagnosis["verdict"] == "healthy"

@@ -221,6 +221,9 @@ def test_no_sweep_log_is_initializing() -> None:
     tracker.feed("logs/n1_prefill_w0.out", ["Loading safetensors checkpoint shards:  37% Completed | 24/64"])
     assert tracker.snapshot().stage is Stage.INITIALIZING
     assert tracker.snapshot("RUNNING").stage is Stage.INITIALIZING
+    assert not tracker.has_sweep_log
+    tracker.feed("logs/sweep_12.log", [])
+    assert tracker.has_sweep_log  # an empty sweep log: the job was submitted
 
 
 # --------------------------------------------------------------------------- workers
