@@ -14,8 +14,9 @@ before it) says. :func:`diagnose` turns a collection of them into a :class:`Diag
 - "deterministic" when the root signature hits every worker of a role that has logs
   (a role of two or more workers, or all workers when there are two or more);
 - the verdict: ``healthy`` (nothing fatal, no error), ``degraded`` (errors, nothing fatal),
-  ``doomed`` (a fatal startup finding while the scheduler still runs the job), ``failed``
-  (fatal, and the job ended or is ending).
+  ``doomed`` (a fatal startup finding - or any fatal finding while the servers are still
+  starting - while the scheduler still runs the job), ``failed`` (fatal, and the job ended
+  or is ending).
 """
 
 from __future__ import annotations
@@ -176,6 +177,7 @@ def diagnose(
     nodes: int | None = None,
     workers: Mapping[str, Iterable[str]] | None = None,
     ending: bool = False,
+    starting: bool = False,
     matcher: Matcher | None = None,
 ) -> Diagnosis:
     """Diagnose one attempt from its located findings.
@@ -184,11 +186,19 @@ def diagnose(
     offline scan); ``workers`` maps each role to the logical workers that have logs (for
     "deterministic"; by default the workers named by the findings); ``ending`` says the
     orchestrator already ended the attempt (its log reached cleanup or the end), which
-    rules out "doomed".
+    rules out "doomed"; ``starting`` says the servers never became healthy (the orchestrator
+    is still waiting for them), so every fatal finding so far is a startup failure.
     """
     groups = group_findings(observations)
     return diagnose_groups(
-        groups, state=state, job_id=job_id, nodes=nodes, workers=workers, ending=ending, matcher=matcher
+        groups,
+        state=state,
+        job_id=job_id,
+        nodes=nodes,
+        workers=workers,
+        ending=ending,
+        starting=starting,
+        matcher=matcher,
     )
 
 
@@ -215,6 +225,7 @@ def diagnose_groups(
     nodes: int | None = None,
     workers: Mapping[str, Iterable[str]] | None = None,
     ending: bool = False,
+    starting: bool = False,
     matcher: Matcher | None = None,
 ) -> Diagnosis:
     """:func:`diagnose` for findings already grouped (a live follower keeps groups, not lines)."""
@@ -252,7 +263,7 @@ def diagnose_groups(
     live = state_name in LIVE_STATES
     if not has_fatal:
         verdict = "degraded" if has_error else "healthy"
-    elif live and not ending and any(g.first.severity == "fatal" and g.first.category == "startup" for g in ordered):
+    elif live and not ending and any(_startup_fatal(g, starting) for g in ordered):
         verdict = "doomed"
     else:
         verdict = "failed"
@@ -274,6 +285,15 @@ def diagnose_groups(
         nodes=nodes,
         state=state_name,
     )
+
+
+def _startup_fatal(group: FindingGroup, starting: bool) -> bool:
+    first = group.first
+    if first.severity != "fatal":
+        return False
+    # Before the servers are healthy every failure is a startup failure, whatever its
+    # signature's usual category; Slurm's own verdicts end the job anyway.
+    return first.category == "startup" or (starting and first.category != "scheduler")
 
 
 def _clock(obs: list[Observation]) -> Callable[[Observation], float]:

@@ -44,7 +44,18 @@ MAX_TEXT_CHARS: Final[int] = 4096
 MAX_FINDINGS: Final[int] = 20_000
 """Located findings kept per attempt; later ones are still counted in the diagnosis groups."""
 _READ_BYTES: Final[int] = MAX_TEXT_CHARS * 4  # enough bytes for MAX_TEXT_CHARS characters of UTF-8
-_LOOKBACK: Final[int] = 200  # lines kept per file to date an undated line (a traceback)
+_LOOKBACK: Final[int] = 200
+_STARTING_STAGES: Final = frozenset(
+    {
+        Stage.INITIALIZING,
+        Stage.STARTING,
+        Stage.STARTING_INFRA,
+        Stage.HEAD_READY,
+        Stage.STARTING_WORKERS,
+        Stage.STARTING_FRONTEND,
+        Stage.AWAITING_WORKERS,
+    }
+)  # lines kept per file to date an undated line (a traceback)
 
 _FULL_TIME_RE: Final = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?!\d)")
 _DAY_TIME_RE: Final = re.compile(r"(?<![\d:.])(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?![\d:])")
@@ -261,6 +272,7 @@ class Triage:
             nodes=snapshot.nodes,
             workers=roles or None,
             ending=snapshot.stage.terminal or snapshot.stage is Stage.FINALIZING,
+            starting=self.tracker.has_sweep_log and snapshot.stage in _STARTING_STAGES,
             matcher=self.matcher,
         )
 

@@ -327,6 +327,32 @@ def test_runtime_fatal_while_running_is_failed_not_doomed() -> None:
     assert diagnose([crash], state="RUNNING").verdict == "failed"
 
 
+@pytest.mark.parametrize(
+    ("last_sweep_line", "verdict"),
+    [
+        ("Model is not ready, waiting for 1 prefills and 1 decodes. Have 0 prefills and 1 decodes.", "doomed"),
+        ("Server is healthy - starting benchmark", "failed"),
+    ],
+)
+def test_any_fatal_finding_before_the_servers_are_healthy_dooms_a_running_job(
+    last_sweep_line: str, verdict: str
+) -> None:
+    sweep = [
+        "2026-08-21 10:00:05 [INFO] Sweep Orchestrator",
+        "2026-08-21 10:00:09 [INFO] Starting backend workers",
+        f"2026-08-21 10:01:11 [INFO] {last_sweep_line}",
+    ]
+    worker = [
+        "[2026-08-21 10:01:09 TP0] Load weight begin. avail mem=78.52 GB",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.00 GiB. GPU 0 has a total capacity of 79 GiB",
+    ]
+    triage = triage_files({"logs/sweep_5.log": sweep, "logs/n1_prefill_w0.out": worker})
+    d = triage.diagnose("RUNNING")
+    assert d.root_cause is not None and d.root_cause.id == "gpu-oom" and d.root_cause.first.category == "runtime"
+    assert d.verdict == verdict
+    assert triage.diagnose("FAILED").verdict == "failed"
+
+
 def test_doomed_needs_a_live_job_that_has_not_ended() -> None:
     zmq = observe("zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:5557')")
     assert diagnose([zmq], state="PENDING").verdict == "doomed"
