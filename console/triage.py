@@ -43,8 +43,8 @@ MAX_TEXT_CHARS: Final[int] = 4096
 """A line is cut to this many characters before it is matched or shown."""
 MAX_FINDINGS: Final[int] = 20_000
 """Located findings kept per attempt; later ones are still counted in the diagnosis groups."""
-_READ_BYTES: Final[int] = MAX_TEXT_CHARS * 4  # enough bytes for MAX_TEXT_CHARS characters of UTF-8
-_LOOKBACK: Final[int] = 200
+_LOOKBACK: Final[int] = 200  # lines kept per file to date an undated line (a traceback)
+# The attempt's stages before its servers are healthy.
 _STARTING_STAGES: Final = frozenset(
     {
         Stage.INITIALIZING,
@@ -55,7 +55,7 @@ _STARTING_STAGES: Final = frozenset(
         Stage.STARTING_FRONTEND,
         Stage.AWAITING_WORKERS,
     }
-)  # lines kept per file to date an undated line (a traceback)
+)
 
 _FULL_TIME_RE: Final = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?!\d)")
 _DAY_TIME_RE: Final = re.compile(r"(?<![\d:.])(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?![\d:])")
