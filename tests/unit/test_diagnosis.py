@@ -534,3 +534,26 @@ def test_demo_engine_twin_of_the_seed(tmp_path: Path) -> None:
         assert worker.shards_label == "64/64" and worker.graphs_label == "4/4" and worker.stage.value == "failed"
     # the orchestrator already ended the attempt, so it is failed rather than doomed
     assert snap.stage.value == "Failed" and d.verdict == "failed"
+
+
+def test_findings_beyond_the_cap_are_counted_not_kept() -> None:
+    triage = Triage(max_findings=5)
+    line = "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered"
+    update = triage.feed("logs/n1_decode_w0.out", [line] * 12)
+    assert len(update.findings) == 12  # the caller still hears of each one
+    assert len(triage.findings) == 5 and triage.dropped == 7
+    [group] = triage.groups
+    assert (group.count, group.first.line_no, group.last_line_no) == (12, 1, 12)
+    assert triage.diagnose().root_count == 12
+
+
+def test_feed_continues_line_numbers_and_reports_stage_changes() -> None:
+    triage = Triage()
+    first = triage.feed("logs/sweep_3.log", ["2026-08-21 10:00:05 [INFO] Sweep Orchestrator"])
+    assert [(c.subject, c.new, c.line_no) for c in first.changes] == [("stage", "Starting", 1)]
+    second = triage.feed("logs/sweep_3.log", ["x", "2026-08-21 10:00:09 [INFO] Starting backend workers"])
+    assert [(c.new, c.line_no) for c in second.changes] == [("Starting Workers", 3)]
+    third = triage.feed("logs/n1_prefill_w0.out", ["zmq.error.ZMQError: Address already in use"], first_line_no=40)
+    assert [(o.id, o.line_no) for o in third.findings] == [("zmq-bind-in-use", 40)]
+    assert ("n1_prefill_w0", "failed") in [(c.subject, c.new) for c in third.changes]
+    assert triage.lines_seen("logs/n1_prefill_w0.out") == 40
