@@ -7,12 +7,13 @@ always exists: this machine, the demo launcher and the local scheduler.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from console.config import Config
-from console.recipes.spec import Checker, Fields, Int, MapOf, Str, dotted
+from console.recipes.spec import Checker, Fields, Int, MapOf, Num, Str, dotted
 
 LOCAL = "local"
 Launcher = Literal["srtctl", "demo"]
@@ -55,6 +56,8 @@ class Profile:
     time_limit: str | None = None
     python: str = "python3"  # interpreter on the cluster for the demo engine and the log agent
     max_channels: int = 8  # under OpenSSH's MaxSessions (10)
+    srtctl: str = "srtctl"  # how to run srtctl in the checkout, e.g. "uv run srtctl"
+    demo_speed: float | None = None  # the demo engine's durations divided by this
 
     @property
     def where(self) -> str:
@@ -75,6 +78,8 @@ PROFILE_SPEC = Fields(
         "time_limit": Str(),
         "python": Str(),
         "max_channels": Int(1),
+        "srtctl": Str(),
+        "demo_speed": Num(0.01),
     }
 )
 SSH_SPEC = Fields(
@@ -100,6 +105,8 @@ def local_profile(data_dir: Path) -> Profile:
         workdir=str(workdir),
         outputs=str(workdir / "outputs"),
         results=str(workdir / "results"),
+        # The console's own interpreter has pyzmq (a dependency), so the ZMQ fault is real.
+        python=sys.executable,
     )
 
 
@@ -177,6 +184,8 @@ def _profile(name: str, raw: dict[str, Any], data_dir: Path) -> tuple[Profile | 
             time_limit=raw.get("time_limit"),
             python=raw.get("python") or "python3",
             max_channels=int(raw.get("max_channels") or 8),
+            srtctl=raw.get("srtctl") or "srtctl",
+            demo_speed=float(raw["demo_speed"]) if raw.get("demo_speed") else None,
         ),
         [],
     )

@@ -21,7 +21,7 @@ from console.recipes import load_recipe, load_targets
 from console.recipes.yamlio import dump
 from console.scheduler import Scheduler, SchedulerError
 from console.store import AttemptRow, Store
-from console.transport.base import ConnectionStatus, Transport, TransportError
+from console.transport.base import CommandFailed, ConnectionStatus, Transport, TransportError
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,21 @@ def build_runtime(profile: Profile, data_dir: Path) -> ClusterRuntime:
     else:
         from console.transport.ssh import SshTransport
 
-        transport = SshTransport.from_profile(profile)
+        target = profile.ssh
+        spec: str | dict[str, object]
+        if target.alias:
+            spec = target.alias
+        else:
+            fields = {
+                "host": target.host,
+                "port": target.port,
+                "user": target.user,
+                "identity_file": target.identity_file,
+                "known_hosts": target.known_hosts,
+                "ssh_config": target.config_file,
+            }
+            spec = {k: v for k, v in fields.items() if v is not None}
+        transport = SshTransport(spec, name=profile.name, max_channels=profile.max_channels)
     scheduler: Scheduler
     if profile.scheduler == "local":
         from console.demo.localsched import LocalScheduler
@@ -82,7 +96,7 @@ def build_runtime(profile: Profile, data_dir: Path) -> ClusterRuntime:
         scheduler = SlurmScheduler(transport)
     launcher: Launcher
     if profile.launcher == "srtctl":
-        launcher = SrtctlLauncher(profile, transport)
+        launcher = SrtctlLauncher(profile, transport, profile.srtctl)
     else:
         launcher = DemoLauncher(profile, transport, scheduler)
     return ClusterRuntime(profile, transport, scheduler, launcher)
@@ -160,6 +174,11 @@ class Engine:
         if not arms:
             raise LaunchRefused("no arms to launch in " + ", ".join(targets))
         rt = self.runtime(cluster)
+        try:
+            # Reach the cluster first: a refused host key or a dead login node records nothing.
+            await rt.transport.run(["true"], timeout=30, check=True)
+        except (TransportError, CommandFailed) as exc:
+            raise LaunchRefused(f"cannot reach {cluster} ({rt.profile.where}): {exc}") from None
         sweep_id = self.store.add_sweep(name or _sweep_name(targets), cluster, list(targets))
         for arm in arms:
             arm_id = self.store.add_arm(

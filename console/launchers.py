@@ -187,6 +187,7 @@ class DemoLauncher:
             partition=self.profile.partition,
             account=self.profile.account,
             time_limit=self.profile.time_limit,
+            speed=self.profile.demo_speed,
         )
         await self.transport.write_file(script_path, script.encode(), mode=0o755)
         # The script carries its own #SBATCH lines; the submission repeats only what the

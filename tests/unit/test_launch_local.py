@@ -13,6 +13,7 @@ from console.cli import main
 from console.clusters import local_profile
 from console.engine import Engine, LaunchRefused
 from console.results import read_points
+from console.signatures import default_matcher
 from console.store import Store
 from tests.conftest import RECIPES
 
@@ -23,6 +24,18 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("SRT_DEMO_SPEED", "4")  # demo durations divided by 4
     return tmp_path / "data"
+
+
+def zmq_workers(job_dir: Path) -> set[str]:
+    """Workers whose log shows the real pyzmq `Address already in use` (the seed's failure)."""
+    matcher = default_matcher()
+    found = set()
+    for log in (job_dir / "logs").glob("*_w*.out"):
+        for line in log.read_text(errors="replace").splitlines():
+            finding = matcher.match_line(line)
+            if finding and finding.signature_id == "zmq-bind-in-use":
+                found.add(log.stem.split("_", 1)[1])
+    return found
 
 
 def engine_for(data_dir: Path) -> Engine:
@@ -59,6 +72,7 @@ def test_seed_twins_as_one_sweep_locally(data_dir: Path) -> None:
         assert one.results_dir is not None
         points = read_points(Path(one.output_dir or ""), results_root=Path(one.results_dir).parent, job_id=one.job_id)
         assert [p.concurrency for p in points if p.status == "done"] == [4, 8, 16, 32, 64, 128]
+        assert zmq_workers(Path(two.output_dir or "")) == {"prefill_w0", "prefill_w1", "decode_w0"}
         await engine.close()
 
     asyncio.run(scenario())

@@ -1,0 +1,210 @@
+"""Launching and tracking on the real test cluster over real SSH: demo and srtctl launchers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console.clusters import load_profiles
+from console.config import load_config
+from console.engine import Engine, LaunchRefused
+from console.results import read_points
+from console.store import Store
+from tests.conftest import RECIPES, ROOT
+from tests.integration.conftest import ClusterInfo
+from tests.unit.test_launch_local import zmq_workers
+
+pytestmark = pytest.mark.cluster
+
+DEMO = RECIPES / "demo"
+
+
+def _chown_tree(path: Path, user: str) -> None:
+    shutil.chown(path, user, user)
+    for p in path.rglob("*"):
+        shutil.chown(p, user, user)
+
+
+@pytest.fixture
+def site(slurm_cluster: ClusterInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A config with two profiles on the test cluster, a data dir, and a stand-in srtctl checkout."""
+    run_root = Path(slurm_cluster.workdir) / f"it-{uuid.uuid4().hex[:8]}"
+    checkout = run_root / "srt-slurm"
+    lib = checkout / "lib"
+    lib.mkdir(parents=True)
+    shutil.copytree(ROOT / "console", lib / "console", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "tests" / "fakes" / "srtctl_standin.py", lib / "srtctl_standin.py")
+    (checkout / "srtctl").write_text(
+        "#!/usr/bin/python3\nimport os, sys\n"
+        "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'lib'))\n"
+        "from srtctl_standin import main\nsys.exit(main())\n"
+    )
+    (checkout / "srtctl").chmod(0o755)
+    (checkout / "srtslurm.yaml").write_text(
+        f"output_dir: {checkout / 'outputs'}\nresults_dir: {checkout / 'results'}\n"
+        f"default_partition: {slurm_cluster.partition}\npython: /usr/bin/python3\n"
+    )
+    _chown_tree(run_root, slurm_cluster.user)
+    ssh = {
+        "host": slurm_cluster.host,
+        "port": slurm_cluster.port,
+        "user": slurm_cluster.user,
+        "identity_file": str(slurm_cluster.identity_file),
+        "known_hosts": str(slurm_cluster.known_hosts),
+    }
+    config = {
+        "clusters": {
+            "testcluster": {
+                "ssh": ssh, "launcher": "demo", "workdir": str(run_root / "console"),
+                "partition": slurm_cluster.partition, "python": "/usr/bin/python3", "demo_speed": 2,
+            },
+            "testsrtctl": {
+                "ssh": ssh, "launcher": "srtctl", "srt_slurm": str(checkout), "srtctl": "./srtctl",
+                "workdir": str(run_root / "console-srtctl"), "results": str(checkout / "results"),
+            },
+            "badkey": {"ssh": {**ssh, "known_hosts": str(tmp_path / "empty_known_hosts")}},
+        }
+    }  # fmt: skip
+    (tmp_path / "empty_known_hosts").write_text("")
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(json.dumps(config))  # JSON is YAML
+    monkeypatch.setenv("SRT_CONSOLE_CONFIG", str(config_path))
+    monkeypatch.setenv("SRT_CONSOLE_DATA", str(tmp_path / "data"))
+    yield tmp_path
+
+
+def engine_for(site: Path) -> Engine:
+    data = site / "data"
+    profiles, problems = load_profiles(load_config(site / "config.yaml"), data)
+    assert problems == []
+    return Engine(Store(data / "console.sqlite3"), profiles, data)
+
+
+def test_seed_twins_as_one_sweep(site: Path) -> None:
+    async def scenario() -> None:
+        engine = engine_for(site)
+        sweep = await engine.launch([str(DEMO / "mi355x-1p1d-tp8.yaml"), str(DEMO / "mi355x-2p1d-dpa-tp8.yaml")],
+                                    "testcluster")  # fmt: skip
+        attempts = [a for arm in engine.store.arms(sweep) for a in engine.store.attempts(arm.id)]
+        final = await engine.wait([a.id for a in attempts], 0.5)
+        by_name = {engine.store.arm(a.arm_id).name: a for a in final}  # type: ignore[union-attr]
+        one = by_name["demo-dsv4-fp4-mi355x-atom-1p1d-tp8"]
+        two = by_name["demo-dsv4-fp4-mi355x-atom-2p1d-dpa-tp8"]
+        assert (one.state, two.state) == ("COMPLETED", "FAILED"), (one, two)
+        assert one.results_dir and one.output_dir and one.job_id
+        points = read_points(Path(one.output_dir), results_root=Path(one.results_dir).parent, job_id=one.job_id)
+        assert [p.concurrency for p in points if p.status == "done"] == [4, 8, 16, 32, 64, 128]
+        # Seen live through squeue, then settled by sacct once the job left the queue.
+        sources = [h[3] for h in engine.store.history(two.id)]
+        assert "squeue" in sources and sources[-1] == "sacct", sources
+        nodes = {p.name.split("_")[0] for p in (Path(two.output_dir or "") / "logs").glob("*_w*.out")}
+        assert len(nodes) == 3, nodes
+        assert zmq_workers(Path(two.output_dir or "")) == {"prefill_w0", "prefill_w1", "decode_w0"}
+        await engine.close()
+
+    asyncio.run(scenario())
+
+
+def test_cancel_gives_cancelled(site: Path) -> None:
+    async def scenario() -> None:
+        engine = engine_for(site)
+        await engine.launch([str(DEMO / "health-hang.yaml")], "testcluster")
+        (attempt,) = engine.store.attempts()
+        await engine.watch(0.3, until=lambda: engine.store.attempt(attempt.id).state == "RUNNING")
+        await engine.cancel([engine.store.attempt(attempt.id)])
+        (final,) = await engine.wait([attempt.id], 0.3)
+        assert final.state == "CANCELLED" and (final.reason or "").startswith("by ")
+        await engine.close()
+
+    asyncio.run(scenario())
+
+
+def test_hostile_recipe_path_runs_nothing_else(site: Path) -> None:
+    canary = "srt-canary-c1u5"
+    folder = site / f"sp ace 'q\" ;$(touch {canary}) `touch {canary}`"
+    folder.mkdir()
+    recipe = folder / f"x;$(touch {canary}).yaml"
+    shutil.copy(DEMO / "quick.yaml", recipe)
+
+    async def scenario() -> str:
+        engine = engine_for(site)
+        await engine.launch([str(recipe)], "testcluster")
+        (attempt,) = engine.store.attempts()
+        (final,) = await engine.wait([attempt.id], 0.3)
+        await engine.close()
+        return final.state
+
+    assert asyncio.run(scenario()) == "COMPLETED"
+    home = Path(engine_for(site).profiles["testcluster"].workdir).parent.parent
+    assert not list(home.rglob(canary)) and not list(site.rglob(canary))
+
+
+def test_unknown_host_key_is_refused_and_nothing_submitted(site: Path) -> None:
+    engine = engine_for(site)
+    with pytest.raises(LaunchRefused) as refused:
+        asyncio.run(engine.launch([str(DEMO / "quick.yaml")], "badkey"))
+    message = str(refused.value)
+    assert "127.0.0.1" in message and "2222" in message and "known_hosts" in message
+    assert engine.store.sweeps() == [] and engine.store.attempts() == []
+
+
+def test_srtctl_launcher_with_the_stand_in(site: Path) -> None:
+    async def scenario() -> None:
+        engine = engine_for(site)
+        await engine.launch([str(DEMO / "quick.yaml")], "testsrtctl")
+        (attempt,) = engine.store.attempts()
+        assert attempt.job_id and attempt.output_dir and attempt.output_dir.endswith(f"/outputs/{attempt.job_id}")
+        (final,) = await engine.wait([attempt.id], 0.3)
+        assert final.state == "COMPLETED", final
+        job_dir = Path(final.output_dir or "")
+        assert (job_dir / f"{final.job_id}.json").is_file() and (job_dir / "config.yaml").is_file()
+        assert "demo:" not in (job_dir / "config.yaml").read_text()  # srtctl never sees the console's section
+        assert [p.status for p in read_points(job_dir)] == ["done", "done", "done"]
+        await engine.close()
+
+    asyncio.run(scenario())
+
+
+def test_console_killed_mid_run_reattaches(site: Path) -> None:
+    env = {**os.environ}
+    cmd = [sys.executable, "-m", "console", "launch", str(DEMO / "quick.yaml"), "--cluster", "testcluster", "--yes",
+           "--wait"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    store = Store(site / "data" / "console.sqlite3")
+    deadline = time.monotonic() + 60
+    while not any(a.state == "RUNNING" for a in store.attempts()):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "never saw RUNNING"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    async def restart() -> None:
+        engine = engine_for(site)
+        (live,) = engine.store.attempts(live=True)
+        (final,) = await engine.wait([live.id], 0.3)
+        assert final.state == "COMPLETED"
+        await engine.close()
+
+    asyncio.run(restart())
+
+
+def test_clusters_command(site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from console.cli import main
+
+    assert main(["clusters", "--json"]) == 1  # badkey is bad
+    reports = {r["name"]: r for r in json.loads(capsys.readouterr().out)["clusters"]}
+    assert reports["testcluster"]["ok"] and reports["local"]["ok"]
+    assert not reports["badkey"]["ok"]
+    assert "ssh-keyscan" in json.dumps(reports["badkey"]["checks"])
