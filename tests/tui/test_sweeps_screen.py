@@ -1,0 +1,74 @@
+"""Launch from the recipes screen and track the attempt on the sweeps screen (local profile, for real)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from console.clusters import local_profile
+from console.engine import Engine
+from console.store import Store
+from screens.app import make_app
+from screens.dialogs import ConfirmDialog, LaunchDialog
+from screens.sweeps import SweepsScreen
+from screens.widgets.recipe_tree import RecipeTree
+from tests.conftest import RECIPES
+from tests.tui.helpers import wait_for
+
+
+@pytest.fixture
+def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    monkeypatch.setenv("SRT_DEMO_SPEED", "4")
+    data = tmp_path / "data"
+    return Engine(Store(data / "console.sqlite3"), {"local": local_profile(data)}, data)
+
+
+def cell(table: DataTable[object], row: str, column: str) -> str:
+    return str(table.get_cell(row, column))
+
+
+async def test_launch_quick_and_watch_it_complete(engine: Engine) -> None:
+    app = make_app([RECIPES / "demo"], engine=engine)
+    async with app.run_test(size=(160, 45)) as pilot:
+        tree = app.screen.query_one(RecipeTree)
+        await wait_for(pilot, lambda: len(tree._leaves) >= 7)
+        tree.select_path(str(RECIPES / "demo" / "quick.yaml"))
+        await pilot.pause()
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchDialog))
+        assert "demo-quick" in str(app.screen.query_one("#plan").render())
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen), timeout=20)
+        table = app.screen.query_one(DataTable)
+        await wait_for(pilot, lambda: table.row_count == 1)
+        (key,) = [k.value for k in table.rows]
+        assert key is not None
+        seen: set[str] = set()
+
+        def completed() -> bool:
+            seen.add(cell(table, key, "state"))
+            return cell(table, key, "state") == "COMPLETED"
+
+        await wait_for(pilot, completed, timeout=60)
+        assert table.row_count == 1  # updated in place, never cleared and refilled
+        assert {"PENDING", "RUNNING"} & seen
+        assert cell(table, key, "attempt") == "a1.1" and cell(table, key, "arm") == "demo-quick"
+
+
+async def test_cancel_from_the_sweeps_screen(engine: Engine) -> None:
+    await engine.launch([str(RECIPES / "demo" / "health-hang.yaml")], "local")
+    app = make_app([RECIPES / "demo"], engine=engine)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        table = app.screen.query_one(DataTable)
+        (key,) = [k.value for k in table.rows]
+        assert key is not None
+        await wait_for(pilot, lambda: cell(table, key, "state") == "RUNNING", timeout=30)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: cell(table, key, "state") == "CANCELLED", timeout=30)
+        assert cell(table, key, "reason").startswith("by ")
