@@ -484,8 +484,10 @@ class Watch:
             t.next_poll = now + (IDLE_POLL_S if idle else POLL_SLACK * POLL_S)
             return False
         t.last_change = now
-        t.next_poll = now + POLL_SLACK * POLL_S
-        return self.drain(t, budget, limit=True)
+        busy = self.drain(t, budget, limit=True)
+        # More than a round's share waiting: come back in the next round, not after a pause.
+        t.next_poll = now if t.offset < st.st_size else now + POLL_SLACK * POLL_S
+        return busy
 
     def drain(self, t: Tracked, budget: List[int], limit: bool) -> bool:
         """Send bytes from the offset: up to the round's budget, or (limit=False) to EOF."""

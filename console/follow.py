@@ -273,6 +273,13 @@ def _decode(line: bytes) -> str:
     return line.decode("utf-8", errors="replace")
 
 
+def _trim(line: str) -> str:
+    """A line without its CR (CRLF endings), cut at MAX_LINE_BYTES characters."""
+    if line.endswith("\r"):
+        line = line[:-1]
+    return line[:MAX_LINE_BYTES]
+
+
 class Follower:
     """Follows job dirs on one transport through one agent process."""
 
@@ -831,9 +838,12 @@ def take_lines(directory: str, name: str, fs: _FileState, data: bytes) -> LinesE
         fs.dropped += max(0, len(data) - room)
         return LinesEvent(directory, name, fs.lines + 1, [], fs.offset, _decode(bytes(fs.partial)))
     head = bytes(fs.partial) + data[: last + 1] if fs.partial else data[: last + 1]
-    raw = head.split(b"\n")
-    raw.pop()  # the empty piece after the last newline
-    lines = [_decode(line[:MAX_LINE_BYTES]) for line in raw]
+    # One decode for the whole block: a newline is never part of a UTF-8 sequence, so this is
+    # the same as decoding line by line.
+    text = head[:-1].decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if "\r" in text or (len(head) > MAX_LINE_BYTES and max(map(len, lines)) > MAX_LINE_BYTES):
+        lines = [_trim(line) for line in lines]
     fs.offset += len(head) + fs.dropped
     fs.dropped = 0
     first = fs.lines + 1

@@ -420,6 +420,48 @@ async def test_paths_under_the_home_dir(tmp_path: Path, monkeypatch: pytest.Monk
         await collector.stop()
 
 
+HOSTILE = [
+    b"\x1b[31mred\x1b[0m \x1b]0;owned title\x07 \x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\",
+    b"[bold red]x[/] [link=https://evil.example]click[/link]",
+    b"nul\x00byte \xff\xfe invalid \xc3",
+]
+
+
+async def test_hostile_content_arrives_intact_and_cleans_to_inert_text(tmp_path: Path) -> None:
+    from console.sanitize import clean_line
+
+    directory = job_dir(tmp_path)
+    log = directory / "logs" / "node6_prefill_w0.out"
+    huge = b"ERROR " + b"A" * (10 << 20)
+    # Existing content (triaged: it is over 4 MiB), then the same appended live (streamed).
+    content = b"\n".join([*HOSTILE, huge, b"after"]) + b"\n"
+    log.write_bytes(content)
+    name = "logs/node6_prefill_w0.out"
+    async with Follower(LocalTransport(), keywords=["error", "evil"]) as follower:
+        collector = Collector(follower)
+        await follower.watch(str(directory))
+        await collector.until(lambda: collector.lines(name) == [(5, "after")], "the line after the huge one")
+        append(log, content)
+        await collector.until(lambda: len(collector.lines(name)) == 6, "streamed hostile lines")
+        streamed = collector.lines(name)
+        candidates = [c for e in collector.of(CandidatesEvent) for c in e.candidates]
+        await collector.stop()
+    assert [c.line_no for c in candidates] == [1, 2, 4]
+    assert candidates[2].text.startswith("ERROR AAA") and len(candidates[2].text) <= 4096
+    assert [n for n, _ in streamed] == [5, 6, 7, 8, 9, 10]
+    assert [text for _, text in streamed[1:4]] == [line.decode("utf-8", "replace") for line in HOSTILE]
+    huge_line = streamed[4][1]
+    assert huge_line.startswith("ERROR AAA") and len(huge_line) <= 1 << 20
+    assert streamed[5] == (10, "after")
+    assert follower.offsets(str(directory))[name] == 2 * len(content)
+    cleaned = [clean_line(text) for _, text in streamed]
+    assert cleaned[1] == "red  link"
+    assert cleaned[2] == "[bold red]x[/] [link=https://evil.example]click[/link]"
+    assert cleaned[3] == "nulbyte \ufffd\ufffd invalid \ufffd"
+    assert cleaned[4].endswith(" chars]") and len(cleaned[4]) < 2100
+    assert all("\x1b" not in line and "\x00" not in line for line in cleaned)
+
+
 # --------------------------------------------------------------------------- results
 
 
