@@ -7,9 +7,11 @@ when tests/cluster/up.sh has run and the cluster's home is on this machine):
 
 - triage: bytes received by the console until it has caught up with the file, time to the first
   candidate line, time until caught up, and whether every failure line came over;
-- latency: lines appended one by one every --interval-ms, time from write() to the LinesEvent.
+- latency: lines appended one by one every --interval-ms, time from write() to the LinesEvent;
+- streaming: --stream-mb MB appended at once (after following started), lines per second delivered.
 
-    .venv/bin/python benchmarks/bench_follow.py [--size-mb 1024] [--lines 200] [--no-ssh] [--json out.json]
+    .venv/bin/python benchmarks/bench_follow.py [--size-mb 1024] [--lines 200] [--stream-mb 200]
+                                                [--no-ssh] [--json out.json]
 """
 
 from __future__ import annotations
@@ -146,6 +148,47 @@ async def latency(transport: Transport, directory: str, path: Path, count: int, 
     }
 
 
+async def throughput(transport: Transport, directory: str, path: Path, size: int) -> dict[str, Any]:
+    """Lines appended faster than they can be followed: how fast do they arrive?"""
+    follower = Follower(transport)
+    await follower.start()
+    await follower.watch(directory)
+    line = ORDINARY[0]
+    block = line * 10_000
+    blocks = max(1, size // len(block))
+    total = blocks * 10_000
+    received = 0
+    started = 0.0
+    ready = asyncio.Event()
+
+    async def consume() -> None:
+        nonlocal received
+        async for event in follower.events():
+            if isinstance(event, LinesEvent):
+                ready.set()
+                received += len(event.lines)
+                if received >= total + 1:
+                    return
+
+    consumer = asyncio.create_task(consume())
+    with path.open("ab") as handle:
+        handle.write(b"start\n")
+        handle.flush()
+        await asyncio.wait_for(ready.wait(), 30)
+        started = time.perf_counter()
+        for _ in range(blocks):
+            handle.write(block)
+        handle.flush()
+    await asyncio.wait_for(consumer, 120)
+    elapsed = time.perf_counter() - started
+    await follower.close()
+    return {
+        "lines": total,
+        "mb_per_s": round(total * len(line) / 1e6 / elapsed, 1),
+        "lines_per_s": round(total / elapsed),
+    }
+
+
 def ssh_transport() -> tuple[Transport, Path] | None:
     """The local test cluster over SSH, and a dir in its (local) home, when it is up."""
     if not CLUSTER_ENV.exists():
@@ -212,6 +255,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 transport, str(live_job), live_job / "logs" / "node1_decode_w0.out", args.lines, args.interval_ms / 1000
             )
             print(f"latency over {name}: {figures[f'latency_{name}']}", file=sys.stderr)
+            figures[f"stream_{name}"] = await throughput(
+                transport, str(live_job), live_job / "logs" / "node2_decode_w0.out", args.stream_mb << 20
+            )
+            print(f"streaming over {name}: {figures[f'stream_{name}']}", file=sys.stderr)
             await transport.close()
     finally:
         shutil.rmtree(local_root, ignore_errors=True)
@@ -225,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=int, default=1024, help="size of the big log (MiB)")
     parser.add_argument("--lines", type=int, default=200, help="lines appended for the latency figure")
     parser.add_argument("--interval-ms", type=float, default=20.0, help="time between appended lines")
+    parser.add_argument("--stream-mb", type=int, default=200, help="bytes appended for the streaming figure (MiB)")
     parser.add_argument("--no-ssh", action="store_true", help="only the local transport")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
