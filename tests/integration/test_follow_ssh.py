@@ -215,3 +215,32 @@ async def test_results_and_triage_over_ssh(
     assert follower.bytes_received < size // 5
     assert results[0].size > 300_000 and len(results[0].head) + len(results[0].tail) <= 32 << 10
     assert page.startswith(b"[2026-08-21 10:00:01 DP0 TP0] Decode batch.")
+
+
+async def test_tail_fallback_where_the_login_node_has_no_python(slurm_cluster: ClusterInfo, job_dir: str) -> None:
+    log = Path(job_dir) / "logs" / "sweep_4242.log"
+    log.write_bytes(b"one\ntwo\n")
+    transport = SshTransport(profile(slurm_cluster), name="follow-test")
+    follower = Follower(transport, agent_python="/nonexistent/python3", mode="auto", tail_poll_s=0.2)
+    received: list[tuple[int, str]] = []
+
+    async def consume() -> None:
+        async for event in follower.events():
+            if isinstance(event, LinesEvent):
+                received.extend((event.first_line_no + i, line) for i, line in enumerate(event.lines))
+
+    consumer = asyncio.create_task(consume())
+    try:
+        await follower.start()
+        await follower.watch(job_dir, offsets={"logs/sweep_4242.log": 4}, lines={"logs/sweep_4242.log": 1})
+        await wait_for(lambda: received == [(2, "two")], "the line after the stored offset")
+        with log.open("ab") as handle:
+            handle.write(b"three\n")
+        await wait_for(lambda: len(received) == 2, "an appended line")
+        assert follower.mode == "tail"
+        assert follower.offsets(job_dir)["logs/sweep_4242.log"] == len(b"one\ntwo\nthree\n")
+    finally:
+        await follower.close()
+        consumer.cancel()
+        await transport.close()
+    assert received == [(2, "two"), (3, "three")]
