@@ -15,17 +15,33 @@ tells it which job dirs to watch from which offsets, and delivers:
 - :class:`AgentStatus` when the agent starts, is lost (transport dropped, exited, heartbeats
   stopped) and is restarted.
 
+Use::
+
+    follower = Follower(transport, keywords=default_matcher().keywords,
+                        on_offsets=lambda d, offsets: store.set_offsets(attempt_id, offsets))
+    await follower.start()
+    await follower.watch(output_dir, results=results_dir, offsets=store.get_offsets(attempt_id))
+    async for event in follower.events():   # or Follower(..., on_event=callback)
+        ...
+    older = await follower.read_range(output_dir, "logs/sweep_1.log", offset, length)
+    await follower.close()
+
+Events wait in a bounded queue: a consumer that stops reading stops the agent's output too
+(flow control, not a lost heartbeat).
+
 Offsets: every event moves a per-file position (offset and line count). Positions of events
 already handed to the consumer are reported through ``on_offsets(dir, {file: offset})`` (for the
-store) and can be passed back to :meth:`Follower.watch` after a console restart. When the agent
-is lost, it is restarted with backoff from the positions received so far: nothing is lost and
-nothing is delivered twice.
+store) and can be passed back to :meth:`Follower.watch` after a console restart (the agent then
+counts the lines before each offset, so line numbers stay right). When the agent is lost, it is
+restarted with backoff from the positions received so far: nothing is lost and nothing is
+delivered twice. Files are named relative to the watched dir (``logs/sweep_1.log``).
 
 Fallback for login nodes without ``python3``: ``mode="tail"`` (or ``"auto"``, which switches to it
 when the agent's interpreter is missing) follows each log with ``tail -c +<offset+1> -F`` (one
 channel per file, at most ``max_tails`` at once) and polls the others with range reads; new files
 are found with ``find``. It moves plain bytes with exact offsets, like the agent, but has no
-triage of big backlogs and reports result files by reading their head and tail.
+triage of big backlogs, does not notice truncation or rotation (``tail -F`` reopens the file and
+starts it over, so offsets drift), and reports result files by reading their head and tail.
 """
 
 from __future__ import annotations
@@ -339,9 +355,13 @@ class Follower:
 
     async def start(self) -> None:
         """Start the agent (in the background; its status arrives as AgentStatus events)."""
-        if self._task is None:
-            self._closed = False
-            self._task = asyncio.create_task(self._run(), name=f"follow:{self.transport.name}")
+        if self._task is not None or self._tail is not None:
+            return
+        self._closed = False
+        if self.mode == "tail":
+            await self._switch_to_tail("tail mode")
+            return
+        self._task = asyncio.create_task(self._run(), name=f"follow:{self.transport.name}")
 
     async def __aenter__(self) -> Follower:
         await self.start()

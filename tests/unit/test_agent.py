@@ -671,6 +671,18 @@ async def test_tail_mode_follows_without_the_agent(tmp_path: Path) -> None:
         await collector.stop()
 
 
+async def test_explicit_tail_mode_never_starts_the_agent(tmp_path: Path) -> None:
+    directory = job_dir(tmp_path)
+    log = directory / "logs" / "node1_decode_w0.out"
+    log.write_bytes(b"x\n")
+    async with Follower(LocalTransport(), mode="tail", agent_python="no-such-python3", tail_poll_s=0.1) as follower:
+        collector = Collector(follower)
+        await follower.watch(str(directory))
+        await collector.until(lambda: collector.lines("logs/node1_decode_w0.out") == [(1, "x")], "line via tail")
+        assert AgentState.STARTING not in collector.statuses() and not follower.agent_info
+        await collector.stop()
+
+
 def test_store_offsets_round_trip(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.sqlite3")
     attempt_id = _attempt(store)
