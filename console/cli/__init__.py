@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from console import __version__
-from console.cli import jobs_cmd, recipes_cmd, scan_cmd
+from console.cli import jobs_cmd, recipes_cmd, scan_cmd, watch_cmd
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
 
     scan_cmd.add_parser(sub)
 
+    p = sub.add_parser("watch", help="follow attempts live: stages, findings, diagnosis, points")
+    p.add_argument("target", metavar="ATTEMPT|SWEEP")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+
     p = sub.add_parser("tui", help="open the terminal UI (the default)")
     p.add_argument("paths", nargs="*", metavar="PATH", help="recipe folders to browse")
     return parser
@@ -80,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "status": jobs_cmd.cmd_status,
         "cancel": jobs_cmd.cmd_cancel,
         "scan": scan_cmd.cmd_scan,
+        "watch": watch_cmd.cmd_watch,
         "tui": cmd_tui,
         None: cmd_tui,
     }

@@ -1,0 +1,121 @@
+"""`srt-console watch ATTEMPT|SWEEP`: stage changes, findings, diagnosis and points, live."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+from console.cli.context import CliError, open_context, resolve_attempts
+from console.engine import AttemptChanged, Event
+from console.ids import attempt_ref
+from console.monitor import FollowChanged, Monitor, MonitorEvent, PointArrived, Triaged
+from console.sanitize import clean_line
+
+POLL_S = 1.0
+SETTLE_AFTER_END_S = 3.0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    try:
+        ctx = open_context(args.config)
+        attempts = resolve_attempts(ctx.store, args.target)
+    except CliError as exc:
+        print(f"srt-console: {exc}", file=sys.stderr)
+        return 1
+    printer = _Printer(args.json, {a.id: attempt_ref(a.arm_id, a.number) for a in attempts})
+
+    async def run() -> None:
+        monitor = Monitor(ctx.engine)
+        ctx.engine.subscribe(printer.engine_event)
+        monitor.subscribe(printer.monitor_event)
+        try:
+            for attempt in attempts:
+                await monitor.follow(attempt)
+            ids = [a.id for a in attempts]
+            ended_at: float | None = None
+            while True:
+                await ctx.engine.poll_once()
+                if all(not ctx.store.attempt(i).live for i in ids):
+                    ended_at = ended_at or time.monotonic()
+                    if time.monotonic() - ended_at >= SETTLE_AFTER_END_S:
+                        break
+                await asyncio.sleep(POLL_S)
+            for attempt_id in ids:
+                view = monitor.views.get(attempt_id)
+                if view is not None:
+                    printer.final(attempt_id, view.triage.diagnose(ctx.store.attempt(attempt_id).state).to_json())
+        finally:
+            await monitor.close()
+            await ctx.engine.close()
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+class _Printer:
+    """One line per event: readable, or one JSON object per line with --json."""
+
+    def __init__(self, as_json: bool, refs: dict[int, str]) -> None:
+        self.as_json = as_json
+        self.refs = refs
+        self._stage: dict[int, tuple[str, str]] = {}
+        self._verdict: dict[int, tuple[str, str | None]] = {}
+        self._seen: set[tuple[int, str, str | None, str | None]] = set()
+
+    def _out(self, attempt_id: int | None, kind: str, text: str, doc: dict[str, Any]) -> None:
+        ref = self.refs.get(attempt_id or -1, "")
+        if self.as_json:
+            print(json.dumps({"attempt": ref or None, "event": kind, **doc}), flush=True)
+        else:
+            print(f"{time.strftime('%H:%M:%S')} {ref:<7} {kind:<9} {text}", flush=True)
+
+    def engine_event(self, event: Event) -> None:
+        if isinstance(event, AttemptChanged) and event.attempt.id in self.refs:
+            a = event.attempt
+            reason = f" ({a.reason})" if a.reason else ""
+            self._out(a.id, "state", f"{a.state}{reason} job {a.job_id}", {"state": a.state, "reason": a.reason})
+
+    def monitor_event(self, event: MonitorEvent) -> None:
+        if isinstance(event, Triaged) and event.attempt_id in self.refs:
+            snap = event.snapshot
+            stage = (snap.stage.value, snap.readiness.label)
+            if self._stage.get(event.attempt_id) != stage:
+                self._stage[event.attempt_id] = stage
+                self._out(event.attempt_id, "stage", " ".join(s for s in stage if s), snap.as_dict())
+            for finding in event.new_findings:
+                # One line per signature and worker: every DP rank repeating it adds nothing new.
+                key = (event.attempt_id, finding.id, finding.node, finding.worker)
+                if finding.quoted or key in self._seen:
+                    continue
+                self._seen.add(key)
+                text = clean_line(finding.text, 300)
+                where = f"{finding.file.rsplit('/', 1)[-1]}:{finding.line_no}"
+                self._out(event.attempt_id, "finding", f"{finding.severity.upper()} {finding.id} {where}  {text}",
+                          finding.to_json())  # fmt: skip
+            diagnosis = event.diagnosis
+            root = diagnosis.root_cause.id if diagnosis.root_cause else None
+            if self._verdict.get(event.attempt_id) != (diagnosis.verdict, root):
+                self._verdict[event.attempt_id] = (diagnosis.verdict, root)
+                detail = f"{diagnosis.verdict}: root cause {root}" if root else diagnosis.verdict
+                if diagnosis.deterministic:
+                    detail += " (deterministic)"
+                self._out(event.attempt_id, "diagnosis", f"{detail}. {diagnosis.advice}", diagnosis.to_json())
+        elif isinstance(event, PointArrived) and event.attempt_id in self.refs:
+            p = event.point
+            tput = f"{p.output_tok_s:.0f} tok/s" if p.output_tok_s is not None else ""
+            self._out(event.attempt_id, "point", f"c={p.concurrency} {p.status} {tput}", p.to_json())
+        elif isinstance(event, FollowChanged):
+            self._out(None, "follow", f"{event.cluster}: {event.status.state.value} {event.status.message}",
+                      {"cluster": event.cluster, "state": event.status.state.value})  # fmt: skip
+
+    def final(self, attempt_id: int, diagnosis: dict[str, Any]) -> None:
+        root = diagnosis.get("root_cause") or {}
+        text = f"{diagnosis.get('verdict')}" + (f": {root.get('id')}" if root else "")
+        self._out(attempt_id, "final", f"{text}. {diagnosis.get('advice') or ''}".strip(), {"diagnosis": diagnosis})

@@ -1,0 +1,246 @@
+"""Live triage and results for attempts: follows their job dirs and turns lines into findings.
+
+One follower (one agent process) per cluster watches the output dir of every attempt that is
+live or ended moments ago. Lines feed the attempt's :class:`Triage` (stages, findings,
+diagnosis); result files arrive as head and tail bytes and become points. Everything is
+announced to listeners as events, for the `watch` command and the UI.
+
+A restarted console re-reads each followed log from its start so its diagnosis is complete;
+lines before the offsets stored by the previous run are marked `replayed`, so a stream shows
+nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import posixpath
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from console.diagnosis import Diagnosis, Observation
+from console.engine import AttemptChanged, Engine, Event
+from console.follow import (
+    AgentStatus,
+    CandidatesEvent,
+    Follower,
+    FollowEvent,
+    LinesEvent,
+    ResetEvent,
+    ResultEvent,
+)
+from console.results import PointResult, parse_result_name, point_from_bytes
+from console.stages import StageSnapshot
+from console.store import AttemptRow
+from console.triage import Triage
+
+# Keep following an attempt this long after it ended, for the last lines and results.
+SETTLE_S = 20.0
+
+
+@dataclass(frozen=True)
+class LogLines:
+    attempt_id: int
+    file: str
+    first_line_no: int
+    lines: list[str]
+    findings: list[Observation]
+    replayed: bool = False  # already streamed by an earlier run of the console
+
+
+@dataclass(frozen=True)
+class Triaged:
+    """The attempt's diagnosis changed, or new findings or stage changes arrived."""
+
+    attempt_id: int
+    diagnosis: Diagnosis
+    snapshot: StageSnapshot
+    new_findings: list[Observation]
+
+
+@dataclass(frozen=True)
+class PointArrived:
+    attempt_id: int
+    point: PointResult
+
+
+@dataclass(frozen=True)
+class FollowChanged:
+    cluster: str
+    status: AgentStatus
+
+
+MonitorEvent = LogLines | Triaged | PointArrived | FollowChanged
+
+
+@dataclass
+class AttemptView:
+    """What the console knows of one attempt's logs and results, in memory."""
+
+    attempt: AttemptRow
+    triage: Triage = field(default_factory=Triage)
+    points: dict[int, PointResult] = field(default_factory=dict)
+    diagnosis: Diagnosis | None = None
+    gpus: int | None = None
+    replay_until: dict[str, int] = field(default_factory=dict)  # file -> offset streamed before
+    ended_at: float | None = None
+
+
+class Monitor:
+    def __init__(self, engine: Engine, *, settle_s: float = SETTLE_S) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.settle_s = settle_s
+        self.views: dict[int, AttemptView] = {}
+        self._followers: dict[str, Follower] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._dirs: dict[str, int] = {}  # followed output dir -> attempt id
+        self._listeners: list[Callable[[MonitorEvent], None]] = []
+        self._unsubscribe = engine.subscribe(self._on_engine)
+
+    def subscribe(self, listener: Callable[[MonitorEvent], None]) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _emit(self, event: MonitorEvent) -> None:
+        for listener in list(self._listeners):
+            listener(event)
+
+    # --- which attempts are followed --------------------------------------------------
+
+    async def sync(self) -> None:
+        """Follow every attempt worth following; stop following those long finished."""
+        now = time.time()
+        for attempt in self.store.attempts():
+            if not attempt.output_dir:
+                continue
+            ended_long_ago = attempt.ended_at is not None and now - attempt.ended_at > self.settle_s
+            if attempt.id in self.views:
+                self.views[attempt.id].attempt = attempt
+                if ended_long_ago and attempt.output_dir in self._dirs:
+                    await self._unwatch(attempt)
+            elif not ended_long_ago:
+                await self.follow(attempt)
+
+    async def follow(self, attempt: AttemptRow) -> AttemptView:
+        """Start following one attempt (also an ended one: its logs are read to the end)."""
+        view = self.views.get(attempt.id)
+        if view is not None:
+            return view
+        arm = self.store.arm(attempt.arm_id)
+        total = arm.summary.get("total_gpus") if arm else None
+        view = AttemptView(attempt, gpus=total if isinstance(total, int) else None)
+        view.replay_until = self.store.get_offsets(attempt.id)
+        self.views[attempt.id] = view
+        if attempt.output_dir:
+            follower = await self._follower(attempt.cluster)
+            self._dirs[attempt.output_dir] = attempt.id
+            await follower.watch(attempt.output_dir, results=attempt.results_dir)
+        return view
+
+    async def _unwatch(self, attempt: AttemptRow) -> None:
+        follower = self._followers.get(attempt.cluster)
+        if follower is not None and attempt.output_dir:
+            await follower.unwatch(attempt.output_dir)
+        self._dirs.pop(attempt.output_dir or "", None)
+
+    async def _follower(self, cluster: str) -> Follower:
+        follower = self._followers.get(cluster)
+        if follower is None:
+            rt = self.engine.runtime(cluster)
+            follower = Follower(
+                rt.transport,
+                rt.profile.python,
+                keywords=self._keywords(),
+                on_offsets=self._store_offsets,
+            )
+            self._followers[cluster] = follower
+            await follower.start()
+            self._tasks[cluster] = asyncio.create_task(self._consume(cluster, follower), name=f"monitor:{cluster}")
+        return follower
+
+    @staticmethod
+    def _keywords() -> list[str]:
+        from console.signatures import default_matcher
+
+        return list(default_matcher().keywords)
+
+    def _store_offsets(self, directory: str, offsets: dict[str, int]) -> None:
+        attempt_id = self._dirs.get(directory)
+        if attempt_id is not None:
+            self.store.set_offsets(attempt_id, offsets)
+
+    # --- events -----------------------------------------------------------------------
+
+    def _on_engine(self, event: Event) -> None:
+        if not isinstance(event, AttemptChanged):
+            return
+        view = self.views.get(event.attempt.id)
+        if view is None:
+            return
+        view.attempt = event.attempt
+        self._publish_diagnosis(view, [], force=True)
+
+    async def _consume(self, cluster: str, follower: Follower) -> None:
+        async for event in follower.events():
+            try:
+                self._handle(cluster, event)
+            except Exception as exc:
+                self._emit(FollowChanged(cluster, AgentStatus(follower.status.state, f"event error: {exc}")))
+
+    def _handle(self, cluster: str, event: FollowEvent) -> None:
+        if isinstance(event, AgentStatus):
+            self._emit(FollowChanged(cluster, event))
+            return
+        attempt_id = self._dirs.get(getattr(event, "dir", ""))
+        view = self.views.get(attempt_id) if attempt_id is not None else None
+        if view is None:
+            return
+        if isinstance(event, LinesEvent):
+            update = view.triage.feed(event.file, event.lines, first_line_no=event.first_line_no)
+            replayed = event.end_offset <= view.replay_until.get(event.file, 0)
+            self._emit(LogLines(view.attempt.id, event.file, event.first_line_no, event.lines, update.findings,
+                                replayed))  # fmt: skip
+            if update.findings or update.changes:
+                self._publish_diagnosis(view, update.findings)
+        elif isinstance(event, CandidatesEvent):
+            found: list[Observation] = []
+            for candidate in event.candidates:
+                found += view.triage.feed(event.file, [candidate.text], first_line_no=candidate.line_no).findings
+            if found:
+                self._publish_diagnosis(view, found)
+        elif isinstance(event, ResultEvent):
+            name = posixpath.basename(event.file)
+            parsed = parse_result_name(name)
+            if parsed is None or parsed.kind == "rollup":
+                return
+            point = point_from_bytes(event.file, event.head, event.tail, event.size,
+                                     head_is_whole=event.head_is_whole, gpus=view.gpus)  # fmt: skip
+            if point.concurrency is not None:
+                view.points[point.concurrency] = point
+                self._emit(PointArrived(view.attempt.id, point))
+        elif isinstance(event, ResetEvent):
+            view.replay_until.pop(event.file, None)
+
+    def _publish_diagnosis(self, view: AttemptView, new: list[Observation], force: bool = False) -> None:
+        diagnosis = view.triage.diagnose(view.attempt.state)
+        if force and view.diagnosis == diagnosis and not new:
+            return
+        view.diagnosis = diagnosis
+        self._emit(Triaged(view.attempt.id, diagnosis, view.triage.snapshot(view.attempt.state), new))
+
+    async def read_range(self, attempt_id: int, file: str, offset: int, length: int) -> bytes:
+        """Older bytes of a followed file, for paging a log view back."""
+        view = self.views[attempt_id]
+        follower = await self._follower(view.attempt.cluster)
+        return await follower.read_range(view.attempt.output_dir or "", file, offset, length)
+
+    async def close(self) -> None:
+        self._unsubscribe()
+        for task in self._tasks.values():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for follower in self._followers.values():
+            await follower.close()
