@@ -28,13 +28,13 @@ newline follow (a reader that does not find the newline is out of step and must 
 
 - ``hello {protocol, pid, python, host}`` once at start.
 - ``hb {time, watching}`` every ``HEARTBEAT_S`` seconds, whatever else is going on.
-- ``file {dir, file, kind: log|result, size, offset, lines, ino}``: a file was found (for logs,
-  ``offset`` is where streaming starts and ``lines`` the number of lines before it).
+- ``file {dir, file, kind: log|result, size, offset, line_count, ino}``: a file was found (for
+  logs, ``offset`` is where streaming starts and ``line_count`` the number of lines before it).
 - ``data {dir, file, offset, len}`` + bytes: the bytes of a log from ``offset``. Offsets are exact
   and contiguous per file until a ``truncated``/``rotated`` record.
-- ``candidates {dir, file, from, to, lines, hits: [[offset, line_no, text], ...]}``: a big backlog
+- ``candidates {dir, file, from, to, line_count, lines: [[offset, line_no, text], ...]}``: a backlog
   ``[from, to)`` was triaged instead of sent: only lines holding a keyword, with their byte offset
-  and 1-based line number; ``lines`` is the line count before ``to``. Data resumes at ``to``.
+  and 1-based line number; ``line_count`` is the number of lines before ``to``. Data resumes at ``to``.
   One record holds at most ``MAX_HITS`` lines (``MAX_HIT_BYTES`` of text); a backlog takes several.
 - ``truncated|rotated {dir, file, size, ino}``: the file shrank or was replaced; it restarts at 0.
 - ``gone {dir, file}``: the file disappeared.
@@ -317,7 +317,7 @@ class Watch:
                 "kind": "log",
                 "size": size,
                 "offset": t.offset,
-                "lines": t.lines,
+                "line_count": t.lines,
                 "ino": ino,
             }
         )
@@ -389,8 +389,8 @@ class Watch:
                     "file": t.rel,
                     "from": start,
                     "to": t.offset,
-                    "lines": t.lines,
-                    "hits": hits,
+                    "line_count": t.lines,
+                    "lines": hits,
                 }
             )
         budget[0] -= work // 8  # reading is cheaper than sending, but not free

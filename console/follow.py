@@ -767,7 +767,7 @@ class Follower:
             fs.kind = str(header.get("kind", "log"))
             if fs.kind == "log":
                 fs.offset = int(header.get("offset") or 0)
-                count = header.get("lines")
+                count = header.get("line_count")
                 fs.lines = int(count) if count is not None else fs.lines
                 fs.ino = header.get("ino")
                 fs.partial.clear()
@@ -778,9 +778,9 @@ class Follower:
                 fs.announced = True
                 await self._emit(FileEvent(state.dir, name, fs.kind, int(header.get("size") or 0)))
         elif kind == "candidates":
-            hits = [Candidate(int(h[0]), int(h[1]), str(h[2])) for h in header.get("hits") or ()]
+            hits = [Candidate(int(h[0]), int(h[1]), str(h[2])) for h in header.get("lines") or ()]
             fs.offset = int(header["to"])
-            fs.lines = int(header["lines"])
+            fs.lines = int(header["line_count"])
             fs.partial.clear()
             fs.dropped = 0
             await self._emit(CandidatesEvent(state.dir, name, int(header["from"]), fs.offset, fs.lines, hits))
