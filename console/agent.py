@@ -69,6 +69,7 @@ POLL_S = 0.1  # how often a changing file is checked
 POLL_SLACK = 0.5
 IDLE_POLL_S = 1.0  # how often a file that has not changed for IDLE_AFTER_S is checked
 IDLE_AFTER_S = 30.0
+REVALIDATE_S = 1.0  # how often a log is reopened rather than stat()ed (network filesystems)
 DISCOVER_S = 0.5  # how often a watched dir is listed for new files
 HEARTBEAT_S = 2.0
 
@@ -198,6 +199,7 @@ class Tracked:
         self.missing = False
         self.last_change = time.monotonic()
         self.next_poll = 0.0
+        self.next_revalidate = 0.0
         self.result_size = -1
         self.result_mtime = -1.0
         self.result_sent = -RESULT_MIN_INTERVAL_S
@@ -453,7 +455,17 @@ class Watch:
     def stream_step(self, t: Tracked, now: float, budget: List[int]) -> bool:
         out = self.agent.out
         try:
-            st = os.stat(t.path)
+            if now >= t.next_revalidate:
+                # stat() may answer from a network filesystem's attribute cache (NFS: seconds);
+                # opening the file makes the client ask the server (close-to-open consistency).
+                t.next_revalidate = now + REVALIDATE_S
+                fd = os.open(t.path, os.O_RDONLY)
+                try:
+                    st: Optional[os.stat_result] = os.fstat(fd)
+                finally:
+                    os.close(fd)
+            else:
+                st = os.stat(t.path)
         except OSError:
             st = None
         if st is None:
