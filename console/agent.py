@@ -46,6 +46,7 @@ newline follow (a reader that does not find the newline is out of step and must 
 # ruff: noqa: UP006, UP035, UP045
 
 import contextlib
+import errno
 import json
 import os
 import platform
@@ -281,14 +282,18 @@ class Watch:
     # -- logs ---------------------------------------------------------------------------------
 
     def open_log(self, t: Tracked) -> Optional[os.stat_result]:
-        """Open the file; None when it is gone."""
+        """Open the file; None when it is gone or unreadable (reported once)."""
         t.close()
         try:
             t.fd = os.open(t.path, os.O_RDONLY)
             st = os.fstat(t.fd)
-        except OSError:
+        except OSError as exc:
             t.close()
+            if not t.missing and exc.errno != errno.ENOENT:
+                self.agent.out.send({"t": "error", "dir": self.dir, "file": t.rel, "msg": str(exc)})
+            t.missing = True
             return None
+        t.missing = False
         t.ino = (st.st_dev, st.st_ino)
         return st
 
@@ -326,8 +331,12 @@ class Watch:
 
     def poll_log(self, t: Tracked, now: float, budget: List[int]) -> bool:
         """One look at a log; True when it did work (so the next round comes at once)."""
-        if t.phase == "new" and not self.start_log(t):
-            return False
+        if t.phase == "new":
+            if now < t.next_poll:
+                return False
+            if not self.start_log(t):
+                t.next_poll = now + IDLE_POLL_S
+                return False
         if t.phase == "count":
             return self.count_step(t)
         if t.phase == "ready":
