@@ -487,7 +487,10 @@ class Follower:
 
     async def _emit(self, event: FollowEvent) -> None:
         if self._on_event is not None:
-            self._on_event(event)
+            try:
+                self._on_event(event)
+            except Exception:
+                log.exception("follow event callback failed")
             self._commit(event)
             return
         if self._queue.full():
@@ -627,6 +630,9 @@ class Follower:
                     await self._emit_status(AgentState.HEARTBEAT_LOST, reason)
                 except (TransportError, AgentProtocolError, OSError, EOFError) as exc:
                     reason = str(exc) or type(exc).__name__
+                except Exception as exc:  # a bug must not end following for good
+                    log.exception("log follower: unexpected error; restarting the agent")
+                    reason = f"unexpected error: {exc!r}"
                 finally:
                     await self._end_session()
                 if self._closed:
@@ -650,6 +656,7 @@ class Follower:
             proc = await self.transport.start(agent_argv(self.agent_python))
         except FileNotFoundError as exc:  # a local interpreter that does not exist
             raise _InterpreterMissing(f"{self.agent_python} not found: {exc}") from exc
+        self._stderr.clear()
         stderr_task = asyncio.create_task(self._drain_stderr(proc))
         try:
             source = agent_source()
@@ -689,7 +696,10 @@ class Follower:
                         await self._emit_status(
                             AgentState.RUNNING, f"agent running (python {header.get('python')}, {header.get('host')})"
                         )
-                    await self._handle(header, payload)
+                    try:
+                        await self._handle(header, payload)
+                    except (KeyError, ValueError, TypeError, IndexError) as exc:
+                        raise AgentProtocolError(f"bad record {header!r:.300}: {exc!r}") from exc
                 self._persist_all()
         finally:
             stderr_task.cancel()

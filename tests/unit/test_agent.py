@@ -683,6 +683,37 @@ async def test_explicit_tail_mode_never_starts_the_agent(tmp_path: Path) -> None
         await collector.stop()
 
 
+async def test_callbacks_instead_of_the_iterator(tmp_path: Path) -> None:
+    directory = job_dir(tmp_path)
+    (directory / "logs" / "sweep_12345.log").write_bytes(b"a\nb\n")
+    events: list[FollowEvent] = []
+    saved: list[dict[str, int]] = []
+    follower = Follower(LocalTransport(), on_event=events.append, on_offsets=lambda _d, o: saved.append(o))
+    await follower.start()
+    await follower.watch(str(directory))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE_S
+    while not any(isinstance(e, LinesEvent) and e.lines for e in events):
+        assert loop.time() < deadline, events
+        await asyncio.sleep(0.02)
+    await follower.close()
+    lines = [line for e in events if isinstance(e, LinesEvent) for line in e.lines]
+    assert lines == ["a", "b"]
+    assert saved[-1] == {"logs/sweep_12345.log": 4}
+
+
+async def test_garbage_from_the_agent_restarts_it(tmp_path: Path) -> None:
+    fake = tmp_path / "fake-python"
+    fake.write_text("#!/bin/sh\necho 'this is not a record'\nexec sleep 30\n")
+    fake.chmod(0o755)
+    async with Follower(LocalTransport(), agent_python=str(fake), backoff_initial=0.05) as follower:
+        collector = Collector(follower)
+        await collector.until(lambda: follower.restarts >= 2, "restarts after protocol errors")
+        restarting = [e for e in collector.of(AgentStatus) if e.state is AgentState.RESTARTING]
+        assert "not a record header" in restarting[0].message
+        await collector.stop()
+
+
 def test_store_offsets_round_trip(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.sqlite3")
     attempt_id = _attempt(store)
