@@ -104,7 +104,10 @@ async def test_lines_arrive_exactly_once_while_the_ssh_session_is_killed(
     log = Path(job_dir) / "logs" / "node1_prefill_w0.out"
     name = "logs/node1_prefill_w0.out"
     transport = SshTransport(profile(slurm_cluster), name="follow-test", backoff_initial=0.05, backoff_max=0.5)
-    follower = Follower(transport, backoff_initial=0.05, backoff_max=0.5)
+    stored: dict[str, int] = {}
+    follower = Follower(
+        transport, backoff_initial=0.05, backoff_max=0.5, on_offsets=lambda _dir, offsets: stored.update(offsets)
+    )
     received: list[tuple[int, str]] = []
     statuses: list[AgentStatus] = []
 
@@ -149,7 +152,30 @@ async def test_lines_arrive_exactly_once_while_the_ssh_session_is_killed(
             await writer.wait()
         await follower.close()
         consumer.cancel()
+    assert stored == {name: log.stat().st_size}
+
+    # A restarted console: offsets from the store (no line counts), more lines written meanwhile.
+    with log.open("a") as handle:
+        handle.write("".join(expected_line(i) + "\n" for i in range(LINES, LINES + 100)))
+    again = Follower(transport)
+    resumed: list[tuple[int, str]] = []
+
+    async def consume_again() -> None:
+        async for event in again.events():
+            if isinstance(event, LinesEvent) and event.file == name:
+                resumed.extend((event.first_line_no + i, line) for i, line in enumerate(event.lines))
+
+    consumer = asyncio.create_task(consume_again())
+    try:
+        await again.start()
+        await again.watch(job_dir, offsets=stored)
+        await wait_for(lambda: len(resumed) >= 100, "the lines written while the console was away")
+        await asyncio.sleep(0.3)
+    finally:
+        await again.close()
+        consumer.cancel()
         await transport.close()
+    assert resumed == [(i + 1, expected_line(i)) for i in range(LINES, LINES + 100)]
     elapsed = time.perf_counter() - started
     numbers = [line_no for line_no, _ in received]
     assert len(received) == LINES, f"{len(received)} lines received for {LINES} written"
