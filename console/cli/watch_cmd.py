@@ -66,7 +66,7 @@ class _Printer:
         self.as_json = as_json
         self.refs = refs
         self._stage: dict[int, tuple[str, str]] = {}
-        self._verdict: dict[int, tuple[str, str | None]] = {}
+        self._verdict: dict[int, tuple[str, str | None, bool]] = {}
         self._seen: set[tuple[int, str, str | None, str | None]] = set()
 
     def _out(self, attempt_id: int | None, kind: str, text: str, doc: dict[str, Any]) -> None:
@@ -101,8 +101,9 @@ class _Printer:
                           finding.to_json())  # fmt: skip
             diagnosis = event.diagnosis
             root = diagnosis.root_cause.id if diagnosis.root_cause else None
-            if self._verdict.get(event.attempt_id) != (diagnosis.verdict, root):
-                self._verdict[event.attempt_id] = (diagnosis.verdict, root)
+            verdict = (diagnosis.verdict, root, diagnosis.deterministic)
+            if self._verdict.get(event.attempt_id) != verdict:
+                self._verdict[event.attempt_id] = verdict
                 detail = f"{diagnosis.verdict}: root cause {root}" if root else diagnosis.verdict
                 if diagnosis.deterministic:
                     detail += " (deterministic)"

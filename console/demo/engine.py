@@ -237,6 +237,9 @@ class Fault:
         self.worker = as_int(worker, 0) if worker is not None else None
         message = raw.get("message")
         self.message = str(message) if message else None
+        # zmq-bind: as on hardware (job 39443) the worker stays up but never registers, so the
+        # job keeps its nodes until the health check gives up; `exit: true` shuts it down at once.
+        self.exit = bool(raw.get("exit", False))
 
     def hits(self, mode: str, index: int) -> bool:
         if self.role and self.role != mode:
@@ -288,6 +291,9 @@ class Plan:
         self.shards = max(1, as_int(demo.get("shards"), 8))
         self.graph_batches = max(1, as_int(demo.get("graph_batches"), 12))
         self.seed = as_int(demo.get("seed"), 0)
+        # A recipe's health check is sized for real models (an hour for the seed's 64 shards);
+        # the demo may shorten the wait, which is still simulated time.
+        self.health_seconds = as_float(demo.get("health_seconds"), 0.0) or None
         self.tok_s_per_gpu = as_float(demo.get("tok_s_per_gpu"), 0.0) or self.default_tok_s()
         faults = demo.get("faults")
         self.faults = [Fault(f) for f in faults if isinstance(f, dict)] if isinstance(faults, list) else []
@@ -682,6 +688,7 @@ class Worker:
         self.atom = self.plan.backend == "atom"
         self.rng = random.Random(self.plan.seed * 31 + seg.number * 101 + seg.node_rank)
         self.pid = os.getpid() * 10 + seg.number % 10
+        self.unregistered = False  # up, but never registered with the router (zmq-bind)
 
     # ------------------------------------------------------------- output
 
@@ -750,7 +757,10 @@ class Worker:
             return 1
         zmq_fault = self.fault("zmq-bind")
         if zmq_fault is not None:
-            return self.fail_zmq(zmq_fault)
+            code = self.fail_zmq(zmq_fault)
+            if code and zmq_fault.exit:
+                return code
+            self.unregistered = bool(code)
         if self.atom:
             self.say(f"Initializing KV event publisher hook: endpoint={self.endpoint()} topic=kv-events")
         self.pause(t * 0.1)
@@ -928,6 +938,8 @@ class Worker:
                 ctx.term()
         if not failed:
             return 0
+        if not fault.exit:
+            return 1
         self.say("Some processes failed to start, shutting down all")
         self.say(
             "Failed to start all EngineCore processes: {}".format(
@@ -941,7 +953,7 @@ class Worker:
 
     def serve(self) -> int:
         plan, seg = self.plan, self.seg
-        hang = self.fault("health-hang") is not None
+        hang = self.fault("health-hang") is not None or self.unregistered
         if self.atom:
             self.say(f"Server started on http://0.0.0.0:{WORKER_PORT}")
         else:
@@ -949,7 +961,9 @@ class Worker:
             self.raw(f"[{stamp()}] INFO:     Waiting for application startup.")
             self.raw(f"[{stamp()}] INFO:     Application startup complete.")
             self.raw(f"[{stamp()}] INFO:     Uvicorn running on http://0.0.0.0:{WORKER_PORT} (Press CTRL+C to quit)")
-        if hang:
+        if self.unregistered:
+            self.say("KV event publisher not running on every DP rank: not registering with the router")
+        elif hang:
             self.say(f"Waiting for the KV transfer bootstrap server at {seg.worker_nodes[0]}:8998 before registering")
         elif seg.node_rank == 0:
             if self.atom:
@@ -1385,7 +1399,7 @@ class Orchestrator:
         for fault in self.plan.faults:
             if not fault.hits(seg.mode, seg.index):
                 continue
-            if fault.type in ("zmq-bind", "oom-graph-capture"):
+            if fault.type == "oom-graph-capture" or (fault.type == "zmq-bind" and fault.exit):
                 return True
             if fault.type == "flake-first-attempt" and self.attempt <= 1:
                 return True
@@ -1450,6 +1464,8 @@ class Orchestrator:
                 f"{interval:.1f}s for {n_p} prefills and {n_d + n_a} decodes"
             )
         timeout = plan.health_attempts * interval
+        if plan.health_seconds is not None:
+            timeout = min(timeout, plan.health_seconds)
         started = time.time()
         last_report = None  # type: float | None
         while True:

@@ -203,7 +203,7 @@ class Engine(Spec):
 FAULT = Fields(
     {
         "type": Str(*DEMO_FAULTS), "role": Str("prefill", "decode", "agg"), "concurrency": Int(1),
-        "rank": Int(), "message": Str(),
+        "rank": Int(), "worker": Int(), "message": Str(), "exit": Bool(),
     },
     required=("type",),
 )  # fmt: skip
@@ -211,7 +211,7 @@ FAULT = Fields(
 DEMO = Fields(
     {
         "startup_seconds": Num(0), "point_seconds": Num(0), "shards": Int(1), "graph_batches": Int(1),
-        "seed": Int(), "faults": ListOf(FAULT), "tok_s_per_gpu": Num(0),
+        "seed": Int(), "faults": ListOf(FAULT), "tok_s_per_gpu": Num(0), "health_seconds": Num(0),
     }
 )  # fmt: skip
 

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -250,19 +251,13 @@ async def test_1p1d_twin_delivers_six_fixed_seq_points(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- faults
 
 
-async def test_2p1d_twin_fails_with_the_zmq_bind_error_in_every_worker(tmp_path: Path) -> None:
-    job = await launch(tmp_path, demo_arm("mi355x-2p1d-dpa-tp8"))
-    status = await wait_done(job)
-    assert status.state is JobState.FAILED and status.exit_code == "1:0"
-
-    logs = job.worker_logs()
+def zmq_checks(logs: dict[str, str]) -> None:
     assert sorted(logs) == ["node1_prefill_w0.out", "node2_prefill_w1.out", "node3_decode_w0.out"]
     for name, text in logs.items():
         assert "zmq-bind-in-use" in findings(text), name
         assert "zmq.error.ZMQError: Address already in use" in text, name
         # Shards loaded and graphs captured first, as on hardware.
         assert text.index("64/64") < text.index("CUDA graph capture done") < text.index("ZMQError")
-        assert "Some processes failed to start, shutting down all" in text
         bound = re.findall(r"EngineCore_DP\d+ KV event publisher bound to (tcp://127\.0\.0\.1:\d+)", text)
         assert len(bound) == 1, name  # one rank holds the endpoint, every other rank fails
         assert f"(addr='{bound[0]}')" in text or f"hook on {bound[0]}: Address already in use" in text
@@ -270,6 +265,35 @@ async def test_2p1d_twin_fails_with_the_zmq_bind_error_in_every_worker(tmp_path:
     assert logs["node1_prefill_w0.out"].count("zmq.error.ZMQError: Address already in use") == 7
     assert logs["node3_decode_w0.out"].count("zmq.error.ZMQError: Address already in use") == 1
 
+
+async def test_2p1d_twin_is_doomed_by_the_zmq_bind_error_in_every_worker(tmp_path: Path) -> None:
+    """As job 39443: the workers stay up unregistered, the job holds its nodes until the health check gives up."""
+    job = await launch(tmp_path, demo_arm("mi355x-2p1d-dpa-tp8"))
+    status = await wait_done(job)
+    assert status.state is JobState.FAILED and status.exit_code == "1:0"
+    logs = job.worker_logs()
+    zmq_checks(logs)
+    for name, text in logs.items():
+        assert "Some processes failed to start" not in text, name
+        assert "not registering with the router" in text, name
+    log = job.sweep_log
+    assert "Model is not ready, waiting for 2 prefills and 1 decodes. Have 0 prefills and 0 decodes." in log
+    assert "[ERROR] Model did not get healthy in 40 seconds" in log
+    assert "Critical process" not in log
+    assert "✗ Sweep failed (exit code: 1)" in log
+    assert read_points(job.job_dir) == []
+
+
+async def test_zmq_bind_with_exit_shuts_the_workers_down(tmp_path: Path) -> None:
+    arm = demo_arm("mi355x-2p1d-dpa-tp8")
+    config = {**arm.config, "demo": {**arm.config["demo"], "faults": [{"type": "zmq-bind", "exit": True}]}}
+    job = await launch(tmp_path, replace(arm, config=config))
+    status = await wait_done(job)
+    assert status.state is JobState.FAILED and status.exit_code == "1:0"
+    logs = job.worker_logs()
+    zmq_checks(logs)
+    for name, text in logs.items():
+        assert "Some processes failed to start, shutting down all" in text, name
     log = job.sweep_log
     for name in ("prefill_0_node1", "prefill_1_node2", "decode_0_node3"):
         assert f"[ERROR] Critical process '{name}' exited with code 1" in log

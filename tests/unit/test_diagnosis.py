@@ -510,7 +510,12 @@ def test_demo_engine_twin_of_the_seed(tmp_path: Path) -> None:
         ],
         "config": {
             "name": "twin-2p1d",
-            "demo": {"startup_seconds": 1, "shards": 64, "graph_batches": 4, "faults": [{"type": "zmq-bind"}]},
+            "demo": {
+                "startup_seconds": 1,
+                "shards": 64,
+                "graph_batches": 4,
+                "faults": [{"type": "zmq-bind", "exit": True}],
+            },
             "health_check": {"max_attempts": 5, "interval_seconds": 1},
         },
     }
