@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.message import Message
 
 from console.clusters import LOCAL, Profile, load_profiles
 from console.config import load_config
 from console.engine import AttemptChanged, ClusterChanged, Engine, Event, LaunchRefused
+from console.monitor import LogLines, Monitor, MonitorEvent, PointArrived, Triaged
 from console.paths import asset
 from console.store import Store, StoreError, default_data_dir
-from screens.messages import AttemptUpdated, ClusterStatusChanged
+from screens.messages import (
+    AttemptUpdated,
+    ClusterStatusChanged,
+    LogLinesArrived,
+    PointUpdated,
+    TriageUpdated,
+)
 from screens.recipes import RecipesScreen
 from screens.sweeps import SweepsScreen
 
@@ -45,6 +55,7 @@ class SrtConsole(App[None]):
         self.engine = engine
         self.default_cluster = default_cluster
         self.sweeps_screen: SweepsScreen | None = None
+        self.monitor: Monitor | None = None
 
     @property
     def profiles(self) -> dict[str, Profile]:
@@ -54,22 +65,43 @@ class SrtConsole(App[None]):
         self.push_screen(RecipesScreen(self.roots, self.notes))
         if self.engine is not None:
             self.engine.subscribe(self._on_engine_event)
+            self.monitor = Monitor(self.engine)
+            self.monitor.subscribe(self._on_monitor_event)
             self.track_jobs()
 
+    def _broadcast(self, message_factory: Callable[[], Message]) -> None:
+        """Post a fresh message to every screen on the stack (screens that don't care ignore it)."""
+        for screen in self.screen_stack:
+            screen.post_message(message_factory())
+
     def _on_engine_event(self, event: Event) -> None:
-        # Engine events arrive on the app's own loop; forward them to the sweeps screen.
-        if self.sweeps_screen is None:
-            return
+        # Engine events arrive on the app's own loop.
         if isinstance(event, AttemptChanged):
-            self.sweeps_screen.post_message(AttemptUpdated(event.attempt))
+            self._broadcast(lambda: AttemptUpdated(event.attempt))
         elif isinstance(event, ClusterChanged):
-            self.sweeps_screen.post_message(ClusterStatusChanged(event.cluster, event.status))
+            self._broadcast(lambda: ClusterStatusChanged(event.cluster, event.status))
+
+    def _on_monitor_event(self, event: MonitorEvent) -> None:
+        if isinstance(event, LogLines):
+            self._broadcast(lambda: LogLinesArrived(event.attempt_id, event.file, event.first_line_no, event.lines,
+                                                    event.findings))  # fmt: skip
+        elif isinstance(event, Triaged):
+            self._broadcast(lambda: TriageUpdated(event.attempt_id, event.diagnosis, event.snapshot,
+                                                  event.new_findings))  # fmt: skip
+        elif isinstance(event, PointArrived):
+            self._broadcast(lambda: PointUpdated(event.attempt_id, event.point))
 
     @work(exclusive=True, group="tracker", exit_on_error=False)
     async def track_jobs(self) -> None:
-        """Poll every cluster with live attempts, for as long as the console runs."""
-        assert self.engine is not None
-        await self.engine.watch(POLL_INTERVAL_S)
+        """Poll every cluster with live attempts and follow their logs, for as long as the console runs."""
+        assert self.engine is not None and self.monitor is not None
+        while True:
+            await self.engine.poll_once()
+            try:
+                await self.monitor.sync()
+            except Exception as exc:
+                self.notify(f"log following: {exc}", severity="warning")
+            await asyncio.sleep(POLL_INTERVAL_S)
 
     @work(exclusive=False, group="launch", exit_on_error=False)
     async def launch(self, targets: list[str], cluster: str) -> None:
@@ -99,6 +131,8 @@ class SrtConsole(App[None]):
             self.action_show_help_panel()
 
     async def on_unmount(self) -> None:
+        if self.monitor is not None:
+            await self.monitor.close()
         if self.engine is not None:
             await self.engine.close()
 

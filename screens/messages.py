@@ -7,7 +7,10 @@ from pathlib import Path
 
 from textual.message import Message
 
+from console.diagnosis import Diagnosis, Observation
 from console.model import Recipe
+from console.results import PointResult
+from console.stages import StageSnapshot
 from console.store import AttemptRow
 
 
@@ -39,3 +42,32 @@ class ClusterStatusChanged(Message):
 
     cluster: str
     status: str
+
+
+@dataclass
+class LogLinesArrived(Message):
+    """New lines of one of an attempt's files (already matched: `findings` are among them)."""
+
+    attempt_id: int
+    file: str
+    first_line_no: int
+    lines: list[str]
+    findings: list[Observation]
+
+
+@dataclass
+class TriageUpdated(Message):
+    """An attempt's diagnosis, stages or findings changed."""
+
+    attempt_id: int
+    diagnosis: Diagnosis
+    snapshot: StageSnapshot
+    new_findings: list[Observation]
+
+
+@dataclass
+class PointUpdated(Message):
+    """A concurrency point's result file appeared or grew."""
+
+    attempt_id: int
+    point: PointResult
