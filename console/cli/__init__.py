@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from console import __version__
-from console.cli import jobs_cmd, recipes_cmd, scan_cmd, watch_cmd
+from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, watch_cmd
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     scan_cmd.add_parser(sub)
+    results_cmd.add_parsers(sub)
 
     p = sub.add_parser("watch", help="follow attempts live: stages, findings, diagnosis, points")
     p.add_argument("target", metavar="ATTEMPT|SWEEP")
@@ -85,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cancel": jobs_cmd.cmd_cancel,
         "scan": scan_cmd.cmd_scan,
         "watch": watch_cmd.cmd_watch,
+        "results": results_cmd.cmd_results,
+        "rerun": results_cmd.cmd_rerun,
         "tui": cmd_tui,
         None: cmd_tui,
     }

@@ -1,0 +1,298 @@
+"""`srt-console results TARGET [--json|--csv]` and `srt-console rerun ARM|SWEEP [--missing]`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from console.cli.context import CliError, Context, open_context
+from console.cli.jobs_cmd import attempt_doc
+from console.engine import LaunchRefused
+from console.ids import arm_ref, attempt_ref, parse_ref
+from console.recipes import load_recipe
+from console.rerun import (
+    RerunPlan,
+    RerunRefused,
+    arm_points_view,
+    failed_arms,
+    fetch_arm_points,
+    fetch_attempt_points,
+    grid_of,
+    last_attempt_diagnosis,
+    plan_rerun,
+    points_csv,
+    rerun,
+)
+from console.results import PointResult, arm_points, read_job_metadata, read_points
+from console.store import ArmRow, AttemptRow
+from console.transport.base import TransportError
+
+
+def add_parsers(sub: Any) -> None:
+    """The `results` and `rerun` subcommands (``sub`` is the parser's subparsers action)."""
+    p = sub.add_parser("results", help="points of an attempt (a3.1), arm (a3), sweep (s2) or job output dir")
+    p.add_argument("target", metavar="ATTEMPT|ARM|SWEEP|DIR")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON document")
+    fmt.add_argument("--csv", action="store_true", help="print CSV, one line per point")
+
+    p = sub.add_parser("rerun", help="rerun a failed arm (a3), or every failed arm of a sweep (s2)")
+    p.add_argument("target", metavar="ARM|SWEEP")
+    p.add_argument("--missing", action="store_true", help="only the points without a valid result")
+    p.add_argument(
+        "--from",
+        dest="rerun_config",
+        metavar="FILE",
+        help="start from this resolved config (e.g. with a fix pinned) instead of the last attempt's",
+    )
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--wait", action="store_true", help="wait until every new attempt has ended")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _fail(message: str) -> int:
+    print(f"srt-console: {message}", file=sys.stderr)
+    return 1
+
+
+# --- results ------------------------------------------------------------------------------
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    groups: list[tuple[str | None, list[PointResult]]]
+    try:
+        if target.is_dir():
+            groups = [(None, _dir_points(target))]
+        else:
+            ctx = open_context(args.config)
+            groups = asyncio.run(_store_points(ctx, args.target))
+    except (CliError, RerunRefused) as exc:
+        return _fail(str(exc))
+    rows: list[dict[str, Any]] = []
+    for arm_name, points in groups:
+        for point in points:
+            doc = point.to_json()
+            rows.append({"arm": arm_name, **doc} if arm_name is not None else doc)
+    if args.json:
+        json.dump({"points": rows}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif args.csv:
+        sys.stdout.write(points_csv(rows))
+    else:
+        sys.stdout.write(_table(groups))
+    return 0
+
+
+def _dir_points(job_dir: Path) -> list[PointResult]:
+    """Points of a job output dir on this machine; expected points from its config.yaml."""
+    expected: list[int] = []
+    gpus: int | None = None
+    config_file = job_dir / "config.yaml"
+    if config_file.is_file() and config_file.stat().st_size < 4 * 1024 * 1024:
+        text = config_file.read_text(encoding="utf-8", errors="replace")
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            data = None
+        if isinstance(data, dict):
+            expected = grid_of(data)
+            recipe = load_recipe(config_file, text=text)
+            if len(recipe.arms) == 1:
+                gpus = recipe.arms[0].topology.total_gpus or None
+    for meta_file in sorted(job_dir.glob("*.json")) + sorted((job_dir / "logs").glob("*.json")):
+        if re.fullmatch(r"\d+(?:_\d+)?\.json", meta_file.name):
+            meta = read_job_metadata(meta_file)
+            if meta.total_gpus:
+                gpus = meta.total_gpus
+                break
+    points = read_points(job_dir, gpus=gpus)
+    return arm_points(expected, points)
+
+
+async def _store_points(ctx: Context, text: str) -> list[tuple[str | None, list[PointResult]]]:
+    try:
+        ref = parse_ref(text)
+    except ValueError as exc:
+        raise CliError(f"{exc}, or a job output dir on this machine") from None
+    store = ctx.store
+    try:
+        if ref.kind in ("attempt", "job"):
+            if ref.kind == "attempt":
+                found = [a for a in store.attempts(int(ref.id)) if a.number == ref.number]
+            else:
+                found = [a for a in store.attempts() if a.job_id == ref.id]
+            if not found:
+                raise CliError(f"no {ref.kind} {text}")
+            attempt = found[-1]
+            arm = store.arm(attempt.arm_id)
+            got = await fetch_attempt_points(ctx.engine, attempt)
+            points = arm_points(attempt.concurrencies, got.points, got.running if attempt.live else None)
+            label = attempt_ref(attempt.arm_id, attempt.number)
+            return [(arm.name if arm else None, [_with_attempt(p, label) for p in points])]
+        arms: list[ArmRow]
+        if ref.kind == "sweep":
+            arms = store.arms(int(ref.id))
+            if not arms and store.sweep(int(ref.id)) is None:
+                raise CliError(f"no sweep {text}")
+        else:
+            arm_row = store.arm(int(ref.id))
+            if arm_row is None:
+                raise CliError(f"no arm {text}")
+            arms = [arm_row]
+        groups: list[tuple[str | None, list[PointResult]]] = []
+        for arm in arms:
+            fetched = await fetch_arm_points(ctx.engine, arm.id)
+            groups.append((arm.name, arm_points_view(store, arm.id, attempt_points=fetched)))
+        return groups
+    except (TransportError, OSError, LaunchRefused) as exc:
+        raise CliError(f"cannot read results: {exc}") from None
+    finally:
+        await ctx.engine.close()
+
+
+def _with_attempt(point: PointResult, label: str) -> PointResult:
+    from dataclasses import replace
+
+    return replace(point, attempt=label) if point.status != "missing" else point
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _table(groups: list[tuple[str | None, list[PointResult]]]) -> str:
+    lines: list[str] = []
+    for arm_name, points in groups:
+        if arm_name:
+            lines.append(arm_name)
+        lines.append(
+            f"  {'conc':>6} {'status':<10} {'out tok/s':>11} {'tok/s/gpu':>10} {'tok/s/user':>10} "
+            f"{'TTFT p50':>9} {'TPOT p50':>9} {'ITL p50':>8} {'done':>6} {'attempt':<8}"
+        )
+        for p in points:
+            completed = "-" if p.completed is None else str(p.completed)
+            lines.append(
+                f"  {p.concurrency:>6} {p.status:<10} {_fmt(p.output_tok_s):>11} {_fmt(p.tok_s_per_gpu):>10} "
+                f"{_fmt(p.tok_s_per_user):>10} {_fmt(p.ttft.median):>9} {_fmt(p.tpot.median, 2):>9} "
+                f"{_fmt(p.itl.median, 2):>8} {completed:>6} {p.attempt or '':<8}"
+                + (f"  ({p.invalid_reason})" if p.invalid_reason and p.status != "missing" else "")
+            )
+    return "\n".join(lines) + "\n"
+
+
+# --- rerun --------------------------------------------------------------------------------
+
+
+def _arms_for(ctx: Context, text: str) -> list[ArmRow]:
+    try:
+        ref = parse_ref(text)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if ref.kind == "sweep":
+        if ctx.store.sweep(int(ref.id)) is None:
+            raise CliError(f"no sweep {text}")
+        arms = failed_arms(ctx.store, int(ref.id))
+        if not arms:
+            raise CliError(f"{text}: no failed arm to rerun")
+        return arms
+    if ref.kind in ("arm", "attempt"):
+        arm = ctx.store.arm(int(ref.id))
+        if arm is None:
+            raise CliError(f"no arm {arm_ref(int(ref.id))}")
+        return [arm]
+    raise CliError(f"{text}: give an arm (a3) or a sweep (s2)")
+
+
+async def _plans(
+    ctx: Context, arms: list[ArmRow], missing: bool, base: str | None
+) -> tuple[list[RerunPlan], list[str]]:
+    plans: list[RerunPlan] = []
+    refused: list[str] = []
+    for arm in arms:
+        try:
+            fetched = await fetch_arm_points(ctx.engine, arm.id) if missing else None
+            diagnosis = last_attempt_diagnosis(ctx.store, arm.id)
+            plans.append(
+                plan_rerun(ctx.store, arm.id, missing, diagnosis, attempt_points=fetched, base_config_yaml=base)
+            )
+        except RerunRefused as exc:
+            refused.append(str(exc))
+        except (TransportError, OSError, LaunchRefused) as exc:
+            refused.append(f"{arm_ref(arm.id)}: cannot read its results: {exc}")
+    return plans, refused
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    try:
+        ctx = open_context(args.config)
+        arms = _arms_for(ctx, args.target)
+    except CliError as exc:
+        return _fail(str(exc))
+    base: str | None = None
+    if args.rerun_config:
+        try:
+            base = Path(args.rerun_config).read_text(encoding="utf-8")
+        except OSError as exc:
+            return _fail(f"{args.rerun_config}: cannot read: {exc.strerror or exc}")
+    return asyncio.run(_rerun_flow(ctx, arms, args, base))
+
+
+async def _rerun_flow(ctx: Context, arms: list[ArmRow], args: argparse.Namespace, base: str | None) -> int:
+    try:
+        plans, refused = await _plans(ctx, arms, args.missing, base)
+        for reason in refused:
+            print(f"srt-console: not rerun: {reason}", file=sys.stderr)
+        if not plans:
+            return 1
+        if not args.json:
+            print(f"Rerun {len(plans)} arm(s):")
+            for plan in plans:
+                print(f"  {plan.describe()}")
+        if not args.yes:
+            if not sys.stdin.isatty():
+                return _fail("not a terminal: add --yes to submit without confirmation")
+            if input("Submit? [y/N] ").strip().lower() not in ("y", "yes"):
+                return _fail("nothing submitted")
+        return await _submit(ctx, plans, args, refused)
+    finally:
+        await ctx.engine.close()
+
+
+async def _submit(ctx: Context, plans: list[RerunPlan], args: argparse.Namespace, refused: list[str]) -> int:
+    submitted: list[AttemptRow] = []
+    for plan in plans:
+        try:
+            submitted.append(await rerun(ctx.engine, plan))
+        except (RerunRefused, LaunchRefused) as exc:
+            refused.append(str(exc))
+            print(f"srt-console: not rerun: {exc}", file=sys.stderr)
+    if args.wait and submitted:
+        if not args.json:
+            print(f"Waiting for {len(submitted)} attempt(s)...", file=sys.stderr)
+        submitted = await ctx.engine.wait([a.id for a in submitted])
+    docs = []
+    for attempt in submitted:
+        doc = attempt_doc(ctx.store, attempt)
+        doc["concurrencies"] = attempt.concurrencies
+        docs.append(doc)
+    if args.json:
+        json.dump({"plans": [p.to_json() for p in plans], "attempts": docs, "refused": refused}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for doc in docs:
+            job = f"job {doc['job_id']}" if doc["job_id"] else (doc["error"] or "not submitted")
+            points = "x".join(str(c) for c in doc["concurrencies"])
+            print(f"  {doc['id']:<8} {doc['arm']:<44} {doc['state']:<13} {job}  points {points}")
+    bad = [d for d in docs if d["state"] == "SUBMIT_FAILED" or (args.wait and d["state"] != "COMPLETED")]
+    return 1 if bad or not docs else 0
+
+
+__all__ = ["add_parsers", "cmd_rerun", "cmd_results"]
