@@ -247,6 +247,9 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 async def _rerun_flow(ctx: Context, arms: list[ArmRow], args: argparse.Namespace, base: str | None) -> int:
     try:
+        if any(a.live for arm in arms for a in ctx.store.attempts(arm.id)):
+            # The store may lag behind the scheduler (a job that just ended): ask once.
+            await ctx.engine.poll_once()
         plans, refused = await _plans(ctx, arms, args.missing, base)
         for reason in refused:
             print(f"srt-console: not rerun: {reason}", file=sys.stderr)
