@@ -44,6 +44,10 @@ def elapsed_text(attempt: AttemptRow, now: float) -> str:
 class SweepsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "cancel", "Cancel job"),
+        Binding("r", "rerun(False)", "Rerun arm"),
+        Binding("R", "rerun(True)", "Rerun missing"),
+        Binding("p", "results", "Results"),
+        Binding("e", "export_results", "Export"),
         Binding("escape", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -149,3 +153,51 @@ class SweepsScreen(Screen[None]):
             self.notify(f"cancel failed: {exc}", severity="error")
         else:
             self.notify(f"Cancel requested for job {', '.join(a.job_id or '' for a in attempts)}")
+
+    # --- results and reruns (screens/results.py) ---------------------------------------
+
+    def action_rerun(self, missing_only: bool) -> None:
+        """Rerun the selected row's arm (`r`), or only its missing points (`R`), after a confirm."""
+        attempt = self.selected_attempt()
+        if attempt is None:
+            self.notify("No arm selected", severity="warning")
+            return
+        self.rerun_arm(attempt.arm_id, missing_only)
+
+    @work(exclusive=False, group="rerun", exit_on_error=False)
+    async def rerun_arm(self, arm_id: int, missing_only: bool) -> None:
+        from screens.results import rerun_from_screen
+
+        await rerun_from_screen(self, self.engine, arm_id, missing_only)
+
+    def action_results(self) -> None:
+        """The selected row's sweep: a live result table per arm and the plot."""
+        from screens.results import ResultsScreen
+
+        attempt = self.selected_attempt()
+        if attempt is None:
+            self.notify("No sweep selected", severity="warning")
+            return
+        _, sweep_id = self._arm(attempt.arm_id)
+        self.app.push_screen(ResultsScreen(self.engine, sweep_id, focus_arm_id=attempt.arm_id))
+
+    def action_export_results(self) -> None:
+        attempt = self.selected_attempt()
+        if attempt is None:
+            self.notify("No sweep selected", severity="warning")
+            return
+        self.export_results(self._arm(attempt.arm_id)[1])
+
+    @work(exclusive=False, group="export", exit_on_error=False)
+    async def export_results(self, sweep_id: int) -> None:
+        from pathlib import Path
+
+        from screens.results import export_sweep
+
+        monitor = getattr(self.app, "monitor", None)
+        try:
+            paths = await export_sweep(self.engine, sweep_id, Path.cwd(), monitor.views if monitor else None)
+        except Exception as exc:
+            self.notify(f"export failed: {exc}", severity="error")
+        else:
+            self.notify("Exported " + " and ".join(str(p) for p in paths), timeout=8)
