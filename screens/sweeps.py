@@ -43,6 +43,7 @@ def elapsed_text(attempt: AttemptRow, now: float) -> str:
 
 class SweepsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_attempt", "Details"),
         Binding("c", "cancel", "Cancel job"),
         Binding("r", "rerun(False)", "Rerun arm"),
         Binding("R", "rerun(True)", "Rerun missing"),
@@ -127,6 +128,21 @@ class SweepsScreen(Screen[None]):
             return None
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return self.engine.store.attempt(int(key)) if key else None
+
+    @on(DataTable.RowSelected, "#attempts")
+    def _row_selected(self) -> None:
+        self.action_open_attempt()
+
+    def action_open_attempt(self) -> None:
+        """The selected attempt in detail: diagnosis, workers, findings, logs."""
+        from screens.attempt import AttemptScreen
+
+        attempt = self.selected_attempt()
+        monitor = getattr(self.app, "monitor", None)
+        if attempt is None or monitor is None:
+            self.notify("No attempt selected", severity="warning")
+            return
+        self.app.push_screen(AttemptScreen(self.engine, monitor, attempt.id))
 
     def action_cancel(self) -> None:
         attempt = self.selected_attempt()

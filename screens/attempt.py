@@ -1,0 +1,263 @@
+"""One attempt in detail: diagnosis banner, workers, findings and a fast view of its logs."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from console.diagnosis import Diagnosis, FindingGroup, Observation
+from console.engine import Engine
+from console.ids import attempt_ref
+from console.monitor import AttemptView, Monitor
+from console.stages import StageSnapshot
+from console.store import AttemptRow
+from screens.dialogs import ConfirmDialog
+from screens.messages import AttemptUpdated, LogLinesArrived, TriageUpdated
+from screens.widgets.findings import DiagnosisBanner, FindingsPanel
+from screens.widgets.log_view import LogLines, LogView
+from screens.widgets.workers import WorkersPanel
+
+
+class AttemptScreen(Screen[None]):
+    """Everything about one attempt, live."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("c", "cancel", "Cancel job"),
+        Binding("n", "next_finding(1)", "Next finding"),
+        Binding("N", "next_finding(-1)", "Prev finding", show=False),
+        Binding("slash", "prompt('search')", "Search"),
+        Binding("m", "next_match(1)", "Next match"),
+        Binding("M", "next_match(-1)", "Prev match", show=False),
+        Binding("f", "prompt('filter')", "Filter"),
+        Binding("F", "findings_only", "Findings only"),
+        Binding("right_square_bracket", "cycle_file(1)", "Next file"),
+        Binding("left_square_bracket", "cycle_file(-1)", "Prev file", show=False),
+        *(Binding(str(i), f"file({i - 1})", f"File {i}", show=False) for i in range(1, 10)),
+        Binding("o", "older", "Older lines"),
+        Binding("t", "follow", "Follow tail"),
+        Binding("l", "focus_log", "Log", show=False),
+    ]
+
+    def __init__(self, engine: Engine, monitor: Monitor, attempt_id: int) -> None:
+        super().__init__()
+        self.engine = engine
+        self.monitor = monitor
+        self.attempt_id = attempt_id
+        self.attempt: AttemptRow = engine.store.attempt(attempt_id)
+        arm = engine.store.arm(self.attempt.arm_id)
+        self.arm_name = arm.name if arm else "?"
+        demand = arm.summary.get("node_demand") if arm else None
+        self.node_demand = demand if isinstance(demand, int) else None
+        self.view: AttemptView | None = None
+        self.diagnosis: Diagnosis | None = None
+        self._following = asyncio.Event()
+        self._seen_findings: set[tuple[str, int, str]] = set()
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="attempt-head")
+        yield DiagnosisBanner(id="banner")
+        with Horizontal(id="attempt-panels"):
+            yield WorkersPanel(id="workers-panel")
+            yield FindingsPanel(id="findings-panel")
+        yield LogView(id="log-view")
+        yield Footer()
+
+    @property
+    def log_view(self) -> LogView:
+        return self.query_one(LogView)
+
+    def on_mount(self) -> None:
+        self.sub_title = f"attempt {attempt_ref(self.attempt.arm_id, self.attempt.number)}"
+        self._show_head()
+        self.query_one(DiagnosisBanner).show(None, cancellable=False)
+        self.log_view.connect(self._read_range, self._position, self._lines_seen)
+        self.log_view.body.focus()
+        self.open_attempt()
+
+    @work(group="attempt-open", exit_on_error=False)
+    async def open_attempt(self) -> None:
+        """Follow the attempt (if nobody does yet) and show what the monitor already knows."""
+        try:
+            self.view = await self.monitor.follow(self.attempt)
+        except Exception as exc:
+            self.notify(f"cannot follow the attempt's logs: {exc}", severity="error")
+            return
+        finally:
+            self._following.set()
+        view = self.view
+        triage = view.triage
+        self._add_findings(triage.findings)
+        log_view = self.log_view
+        log_view.add_files(triage.files())
+        diagnosis = view.diagnosis or triage.diagnose(self.attempt.state)
+        self._show_triage(diagnosis, triage.snapshot(self.attempt.state))
+        if diagnosis.root_cause is not None:
+            log_view.show_file(diagnosis.root_cause.first.file)
+
+    # ------------------------------------------------------------------ data
+
+    async def _read_range(self, file: str, offset: int, length: int) -> bytes:
+        await self._following.wait()
+        return await self.monitor.read_range(self.attempt_id, file, offset, length)
+
+    def _position(self, file: str) -> tuple[int, int | None] | None:
+        """Where the monitor's stream of ``file`` stands: (byte offset, lines before it)."""
+        followers = getattr(self.monitor, "_followers", {})
+        follower = followers.get(self.attempt.cluster)
+        if follower is None or not self.attempt.output_dir:
+            return None
+        position: tuple[int, int | None] | None = follower.positions(self.attempt.output_dir).get(file)
+        return position
+
+    def _lines_seen(self, file: str) -> int:
+        return self.view.triage.lines_seen(file) if self.view else 0
+
+    def _add_findings(self, findings: list[Observation]) -> None:
+        new = []
+        for obs in findings:
+            key = (obs.file, obs.line_no, obs.id)
+            if key not in self._seen_findings:
+                self._seen_findings.add(key)
+                new.append((obs.file, obs.line_no, obs.severity))
+        if new:
+            self.log_view.add_findings(new)
+
+    def _groups(self) -> list[FindingGroup]:
+        if self.view is not None:
+            return self.view.triage.groups
+        return list(self.diagnosis.groups) if self.diagnosis else []
+
+    def _show_triage(self, diagnosis: Diagnosis, snapshot: StageSnapshot) -> None:
+        self.diagnosis = diagnosis
+        self._show_banner()
+        self.query_one(WorkersPanel).update_snapshot(snapshot)
+        root = diagnosis.root_cause.id if diagnosis.root_cause else None
+        self.query_one(FindingsPanel).update_groups(self._groups(), root)
+
+    def _show_banner(self) -> None:
+        cancellable = self.attempt.live and bool(self.attempt.job_id)
+        self.query_one(DiagnosisBanner).show(self.diagnosis, cancellable=cancellable)
+
+    def _show_head(self) -> None:
+        a = self.attempt
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(attempt_ref(a.arm_id, a.number), "bold")
+        text.append("  ")
+        text.append(self.arm_name)
+        text.append("  cluster ", "dim")
+        text.append(a.cluster)
+        text.append("  job ", "dim")
+        text.append(a.job_id or "-")
+        text.append("  ")
+        text.append(f" {a.state} ", "bold reverse")
+        if a.reason or a.error:
+            text.append(f" {a.reason or a.error}")
+        if a.nodelist:
+            text.append("  nodes ", "dim")
+            text.append(a.nodelist)
+        self.query_one("#attempt-head", Static).update(text)
+
+    @on(AttemptUpdated)
+    def _attempt_updated(self, message: AttemptUpdated) -> None:
+        if message.attempt.id != self.attempt_id:
+            return
+        self.attempt = message.attempt
+        self._show_head()
+        self._show_banner()
+
+    @on(LogLinesArrived)
+    def _lines_arrived(self, message: LogLinesArrived) -> None:
+        if message.attempt_id != self.attempt_id:
+            return
+        self.log_view.append(message.file, message.first_line_no, message.lines)
+        self._add_findings(message.findings)
+
+    @on(TriageUpdated)
+    def _triage_updated(self, message: TriageUpdated) -> None:
+        if message.attempt_id != self.attempt_id:
+            return
+        self._add_findings(message.new_findings)
+        self._show_triage(message.diagnosis, message.snapshot)
+
+    @on(FindingsPanel.Selected)
+    def _finding_selected(self, message: FindingsPanel.Selected) -> None:
+        self.log_view.jump_to(message.file, message.line_no)
+        self.log_view.body.focus()
+
+    @on(LogLines.FollowChanged)
+    def _follow_changed(self) -> None:
+        self.refresh_bindings()
+
+    # ------------------------------------------------------------------ actions
+
+    def action_next_finding(self, step: int) -> None:
+        self.log_view.next_finding(step)
+
+    def action_prompt(self, mode: str) -> None:
+        self.log_view.open_prompt(mode)
+
+    def action_next_match(self, step: int) -> None:
+        self.log_view.next_match(step)
+
+    def action_findings_only(self) -> None:
+        self.log_view.toggle_findings_only()
+
+    def action_cycle_file(self, step: int) -> None:
+        self.log_view.cycle_file(step)
+
+    def action_file(self, index: int) -> None:
+        self.log_view.show_index(index)
+
+    def action_older(self) -> None:
+        self.log_view.load_older()
+
+    def action_follow(self) -> None:
+        self.log_view.follow_tail()
+
+    def action_focus_log(self) -> None:
+        self.log_view.body.focus()
+
+    def action_cancel(self) -> None:
+        attempt = self.attempt
+        if not attempt.live or not attempt.job_id:
+            self.notify("This attempt's job is not running", severity="warning")
+            return
+        nodes = (self.diagnosis.nodes if self.diagnosis else None) or self.node_demand
+        node_text = f"{nodes} node(s)" if nodes else "its nodes"
+        lines = [
+            f"{self.arm_name} ({attempt_ref(attempt.arm_id, attempt.number)})",
+            f"job {attempt.job_id} on {attempt.cluster} ({attempt.state}), {node_text}"
+            + (f": {attempt.nodelist}" if attempt.nodelist else ""),
+        ]
+        if self.diagnosis is not None and self.diagnosis.verdict == "doomed" and self.diagnosis.root_cause:
+            root = self.diagnosis.root_cause
+            lines.append(f"\nDoomed: {root.first.finding.title} [{root.id}]")
+        lines.append(f"\nscancel frees {node_text}; its logs and any results already written are kept.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.cancel_attempt(attempt)
+
+        self.app.push_screen(ConfirmDialog(f"Cancel job {attempt.job_id}?", "\n".join(lines),
+                                           yes="Cancel job (y)"), answered)  # fmt: skip
+
+    @work(group="cancel", exit_on_error=False)
+    async def cancel_attempt(self, attempt: AttemptRow) -> None:
+        try:
+            await self.engine.cancel([attempt])
+        except Exception as exc:
+            self.notify(f"cancel failed: {exc}", severity="error")
+        else:
+            self.notify(f"Cancel requested for job {attempt.job_id}")

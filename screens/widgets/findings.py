@@ -1,0 +1,211 @@
+"""The diagnosis banner and the findings list of one attempt."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from console.diagnosis import Diagnosis, FindingGroup, Observation
+from console.signatures import Matcher, default_matcher
+from console.stages import WORKER_FILE_RE
+
+VERDICT_CLASSES = {v: f"-{v}" for v in ("healthy", "degraded", "failed", "doomed")}
+FINDING_COLUMNS = ("sev", "signature", "worker", "count", "first at")
+_SEVERITY_ORDER = {"fatal": 0, "error": 1, "warning": 2}
+
+
+class DiagnosisBanner(Static):
+    """Verdict, root cause and advice; says so when the job is doomed and offers cancel."""
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__("", id=id)
+        self.diagnosis: Diagnosis | None = None
+        self.cancellable = False
+
+    def show(self, diagnosis: Diagnosis | None, *, cancellable: bool) -> None:
+        self.diagnosis = diagnosis
+        self.cancellable = cancellable
+        for cls in VERDICT_CLASSES.values():
+            self.remove_class(cls)
+        if diagnosis is None:
+            self.update(Text("no diagnosis yet: waiting for log lines", "italic"))
+            return
+        self.add_class(VERDICT_CLASSES.get(diagnosis.verdict, "-failed"))
+        text = Text(no_wrap=False)
+        text.append(f" {diagnosis.verdict.upper()} ", "bold reverse")
+        root = diagnosis.root_cause
+        if root is not None:
+            text.append("  ")
+            text.append(root.first.finding.title, "bold")
+            text.append(f"  [{root.id}]")
+            if diagnosis.deterministic:
+                roles = f" ({', '.join(diagnosis.deterministic_roles)})" if diagnosis.deterministic_roles else ""
+                text.append("  ")
+                text.append(f" deterministic{roles} ", "reverse")
+            where = ", ".join(diagnosis.root_workers) or _short(root.first.file)
+            text.append(f"\n  {diagnosis.root_count} line(s) in {where}; first at {_short(root.first.file)}:")
+            text.append(f"{root.first.line_no}", "bold")
+            if diagnosis.consequences:
+                names = sorted({g.id for g in diagnosis.consequences})
+                text.append(f"  ·  consequences: {', '.join(names)}", "dim")
+        else:
+            text.append("  no failure found")
+        if diagnosis.verdict == "doomed":
+            text.append("\n  This job is doomed: it holds its nodes but cannot recover.", "bold")
+            if cancellable:
+                text.append("  Press ")
+                text.append(" c ", "bold reverse")
+                text.append(" to cancel it.")
+        if diagnosis.advice and diagnosis.verdict != "healthy":
+            # The catalog's hint is shown with the findings; the banner keeps to what to do.
+            advice = diagnosis.advice.split(". Hint: ", 1)[0]
+            text.append(f"\n  {advice}")
+        self.update(text)
+
+
+def _short(file: str) -> str:
+    return PurePosixPath(file).name
+
+
+def _where(obs: Observation) -> str:
+    """``line 29`` in the worker's own log, else ``<file>:<line>``."""
+    name = _short(obs.file)
+    if obs.worker and WORKER_FILE_RE.match(name):
+        return f"line {obs.line_no}"
+    return f"{name}:{obs.line_no}"
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    """Findings of one signature in one worker (or file), merged across ranks."""
+
+    key: str
+    signature: str
+    title: str
+    severity: str
+    worker: str
+    count: int
+    first: Observation
+
+
+def finding_rows(groups: Iterable[FindingGroup], root: str | None = None) -> list[FindingRow]:
+    """Groups merged per (signature, worker); the root cause's rows first, then by severity."""
+    merged: dict[tuple[str, str], tuple[int, Observation]] = {}
+    for group in groups:
+        first = group.first
+        who = first.worker or first.node or _short(first.file)
+        key = (first.id, who)
+        count, earliest = merged.get(key, (0, first))
+        if (first.file, first.line_no) < (earliest.file, earliest.line_no) and first.file == earliest.file:
+            earliest = first
+        merged[key] = (count + group.count, earliest)
+    rows = [
+        FindingRow(f"{sig}@{who}", sig, obs.finding.title, obs.severity, who, count, obs)
+        for (sig, who), (count, obs) in merged.items()
+    ]
+    rows.sort(key=lambda r: (r.signature != root, _SEVERITY_ORDER.get(r.severity, 3), r.signature, r.worker))
+    return rows
+
+
+class FindingsPanel(Vertical):
+    """Findings grouped by signature and worker, with counts and the catalog's hint."""
+
+    DEFAULT_CSS = """
+    FindingsPanel { height: 1fr; }
+    FindingsPanel #findings-title { height: 1; padding: 0 1; text-style: bold; }
+    FindingsPanel DataTable { height: 1fr; }
+    FindingsPanel #finding-hint { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
+    """
+
+    class Selected(Message):
+        """The operator chose a finding: show its first line."""
+
+        def __init__(self, file: str, line_no: int) -> None:
+            super().__init__()
+            self.file = file
+            self.line_no = line_no
+
+    def __init__(self, matcher: Matcher | None = None, *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self.matcher = matcher or default_matcher()
+        self.rows: dict[str, FindingRow] = {}
+        self._root: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("findings", id="findings-title")
+        yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="finding-hint")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for column in FINDING_COLUMNS:
+            table.add_column(column, key=column)
+
+    def update_groups(self, groups: Iterable[FindingGroup], root: str | None = None) -> None:
+        table: DataTable[object] = self.query_one(DataTable)
+        rows = finding_rows(groups, root)
+        reorder = root != self._root
+        self._root = root
+        for row in rows:
+            cells: dict[str, object] = {
+                "sev": Text(row.severity, "bold" if row.severity == "fatal" else ""),
+                "signature": Text(row.signature),
+                "worker": Text(row.worker),
+                "count": str(row.count),
+                "first at": Text(_where(row.first)),
+            }
+            old = self.rows.get(row.key)
+            self.rows[row.key] = row
+            if old is None:
+                table.add_row(*cells.values(), key=row.key)
+                reorder = True
+            elif old != row:
+                for column, value in cells.items():
+                    table.update_cell(row.key, column, value)
+        if reorder and len(rows) > 1:
+            rank = {(r.signature, r.worker): i for i, r in enumerate(rows)}
+            table.sort("signature", "worker", key=lambda cells: rank.get((str(cells[0]), str(cells[1])), len(rank)))
+            table.move_cursor(row=0)
+        total = sum(r.count for r in rows)
+        self.query_one("#findings-title", Static).update(
+            Text(f"findings: {total} line(s) in {len(rows)} group(s)  (enter: show in log)")
+        )
+        if rows:
+            self._show_hint(table)
+
+    def _show_hint(self, table: DataTable[object]) -> None:
+        row = self.highlighted()
+        if row is None:
+            return
+        try:
+            hint = self.matcher.signature(row.signature).hint
+        except KeyError:
+            hint = ""
+        text = Text(f"{row.title}: ", "bold")
+        text.append(hint)
+        self.query_one("#finding-hint", Static).update(text)
+
+    def highlighted(self) -> FindingRow | None:
+        table: DataTable[object] = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return self.rows.get(key or "")
+
+    @on(DataTable.RowHighlighted, "#findings")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_hint(event.data_table)
+
+    @on(DataTable.RowSelected, "#findings")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        row = self.rows.get(event.row_key.value or "")
+        if row is not None:
+            self.post_message(self.Selected(row.first.file, row.first.line_no))

@@ -1,0 +1,923 @@
+"""A fast view of one attempt's log files, one file at a time.
+
+:class:`LogLines` is a ``ScrollView`` on Textual's Line API: it holds at most ``max_lines``
+recent lines per file, renders only the rows on screen, and keeps rendered rows in an LRU cache
+of strips. Lines arrive in batches and are coalesced: whatever arrives within a flush interval
+is shown by one refresh. Older content is paged in on demand (``o``, or scrolling to the top)
+through a range reader, so a gigabyte log costs a few hundred kilobytes of memory.
+
+Log text is untrusted: every line goes through :func:`console.sanitize.clean_line` and is drawn
+with ``rich.text.Text`` (never markup), so escape sequences are removed, ``[bold red]`` stays
+literal text and a very long line is capped.
+
+:class:`LogView` wraps it with a file selector, a search/filter prompt and a status line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import ClassVar
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual import events, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input, Static
+
+from console.sanitize import clean_line
+from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE
+
+MAX_LINES = 20_000
+"""Lines kept in memory per file; older ones are paged back in on demand."""
+MAX_CHARS = 2000
+"""A line is cut to this many characters for display (with a ``… [+N chars]`` marker)."""
+TAIL_BYTES = 64 * 1024
+"""How much of a file's end is read when it is first shown."""
+PAGE_BYTES = 64 * 1024
+"""How much older content one page-back reads."""
+FLUSH_S = 0.05
+"""Lines arriving within this interval are shown by one refresh."""
+JUMP_BUDGET_PAGES = 64
+"""Pages read back at most to reach a line (a finding) not in memory."""
+
+_SEVERITY_RANK = {"fatal": 3, "error": 2, "warning": 1}
+
+# Reads ``length`` bytes of ``file`` from ``offset`` (negative: from the end).
+RangeReader = Callable[[str, int, int], Awaitable[bytes]]
+# The follower's (byte offset, lines before it) of a file: where live lines continue.
+PositionOf = Callable[[str], "tuple[int, int | None] | None"]
+
+
+def display_line(raw: str) -> str:
+    """A log line as inert text: no escape or control characters, at most MAX_CHARS (+ marker)."""
+    if len(raw) <= MAX_CHARS and raw.isprintable():
+        return raw
+    return clean_line(raw, MAX_CHARS)
+
+
+def file_label(file: str) -> str:
+    return PurePosixPath(file).name
+
+
+def file_order(file: str) -> tuple[int, str]:
+    """Sweep log first, then worker logs, then benchmark output, then anything else."""
+    name = file_label(file)
+    if SWEEP_LOG_RE.match(name):
+        return (0, name)
+    m = WORKER_FILE_RE.match(name)
+    if m is not None:
+        rank = {"prefill": 1, "decode": 2, "agg": 3}.get(m.group("mode"), 4)
+        return (rank, f"{m.group('mode')}{int(m.group('idx')):04d}{m.group('node')}")
+    if name.startswith("benchmark"):
+        return (5, name)
+    return (6, name)
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """Complete lines of ``data`` (the bytes after its last newline are left out), without newlines."""
+    last = data.rfind(b"\n")
+    if last < 0:
+        return []
+    return data[:last].split(b"\n")
+
+
+def _decode(raw: bytes) -> str:
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    return raw.decode("utf-8", errors="replace")
+
+
+@dataclass
+class FileBuffer:
+    """The lines of one file held in memory: ``lines[i]`` is line ``first_line_no + i``."""
+
+    file: str
+    lines: list[str] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)  # bytes each line took in the file (newline included)
+    first_line_no: int = 1
+    start_offset: int | None = None  # byte offset of lines[0] in the file, when known
+    loaded: bool = False
+    loading: bool = False
+    detached: bool = False  # newest lines were dropped to page older ones in: live lines wait for a reload
+    pending: list[tuple[int, list[str]]] = field(default_factory=list)  # live batches while loading
+    width: int = 0
+    dropped_live: int = 0
+
+    @property
+    def last_line_no(self) -> int:
+        return self.first_line_no + len(self.lines) - 1
+
+    @property
+    def at_start(self) -> bool:
+        return self.first_line_no <= 1 or self.start_offset == 0
+
+    def index_of(self, line_no: int) -> int | None:
+        i = line_no - self.first_line_no
+        return i if 0 <= i < len(self.lines) else None
+
+
+class LogLines(ScrollView, can_focus=True):
+    """The scrolling body: rows of the current file (filtered or not), drawn line by line."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "log-lines--gutter",
+        "log-lines--fatal",
+        "log-lines--error",
+        "log-lines--warning",
+        "log-lines--match",
+        "log-lines--cursor",
+    }
+    DEFAULT_CSS = """
+    LogLines {
+        background: $surface;
+        scrollbar-size-vertical: 1;
+    }
+    LogLines > .log-lines--gutter { color: $text-muted; }
+    LogLines > .log-lines--fatal { color: $error; text-style: bold; }
+    LogLines > .log-lines--error { color: $error; }
+    LogLines > .log-lines--warning { color: $warning; }
+    LogLines > .log-lines--match { background: $warning 60%; }
+    LogLines > .log-lines--cursor { background: $accent 30%; }
+    """
+
+    follow: reactive[bool] = reactive(True, init=False)
+
+    class FollowChanged(Message):
+        def __init__(self, follow: bool) -> None:
+            super().__init__()
+            self.follow = follow
+
+    class AtTop(Message):
+        """The operator scrolled to the first held row while older content exists."""
+
+    class Flushed(Message):
+        """New rows were shown (one per flush, however many lines arrived)."""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, LogLines.Flushed)
+
+    def __init__(self, *, max_lines: int = MAX_LINES, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self.max_lines = max_lines
+        self.buffers: dict[str, FileBuffer] = {}
+        self.current: str | None = None
+        self.marks: dict[str, dict[int, str]] = {}
+        self.finding_lines: dict[str, list[int]] = {}
+        self.search = ""
+        self.filter_text = ""
+        self.findings_only = False
+        self.cursor_line_no: int | None = None
+        self._rows: list[int] | None = None  # visible row -> buffer index; None: every line
+        self._pattern: re.Pattern[str] | None = None
+        self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(maxsize=2000)
+        self._flush_pending = False
+        self._dirty = False
+        self.flushes = 0  # refreshes caused by arriving lines (for tests and figures)
+        self._programmatic_scroll = False
+
+    # ------------------------------------------------------------------ data in
+
+    def buffer(self, file: str) -> FileBuffer:
+        buf = self.buffers.get(file)
+        if buf is None:
+            buf = self.buffers[file] = FileBuffer(file)
+        return buf
+
+    def append(self, file: str, first_line_no: int, lines: list[str]) -> None:
+        """Live lines of ``file`` (raw text); shown at the next flush when it is the current file."""
+        buf = self.buffers.get(file)
+        if buf is None or not lines:
+            return  # a file not loaded yet: its tail is read when it is first shown
+        if buf.loading:
+            buf.pending.append((first_line_no, lines))
+            return
+        if not buf.loaded:
+            return
+        if buf.detached:
+            buf.dropped_live += len(lines)
+            return
+        self._extend(buf, first_line_no, lines, None)
+
+    def _extend(self, buf: FileBuffer, first_line_no: int, lines: list[str], sizes: list[int] | None) -> bool:
+        """Add lines after the buffer's last; False when they do not continue it (a gap)."""
+        expected = buf.last_line_no + 1 if buf.lines else first_line_no
+        if not buf.lines:
+            buf.first_line_no = first_line_no
+        skip = expected - first_line_no
+        if skip < 0:
+            return False
+        if skip >= len(lines):
+            return True
+        if skip:
+            lines = lines[skip:]
+            sizes = sizes[skip:] if sizes is not None else None
+        if sizes is None:
+            sizes = [len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines]
+        shown = [display_line(line) for line in lines]
+        start = len(buf.lines)
+        buf.lines.extend(shown)
+        buf.sizes.extend(sizes)
+        buf.width = max(buf.width, max(cell_len(s) for s in shown))
+        if buf.file == self.current and self._rows is not None:
+            self._rows.extend(i for i in range(start, len(buf.lines)) if self._visible(buf, i))
+        if len(buf.lines) > self.max_lines + self.max_lines // 4:
+            self._trim_front(buf, len(buf.lines) - self.max_lines)
+        if buf.file == self.current:
+            self._schedule_flush()
+        return True
+
+    def _trim_front(self, buf: FileBuffer, count: int) -> None:
+        removed_bytes = sum(buf.sizes[:count])
+        del buf.lines[:count]
+        del buf.sizes[:count]
+        buf.first_line_no += count
+        if buf.start_offset is not None:
+            buf.start_offset += removed_bytes
+        if buf.file == self.current:
+            before = self.row_count
+            self._recompute_rows()
+            if not self.follow:
+                self._scroll_rows(self.row_count - before)
+
+    def _schedule_flush(self) -> None:
+        self._dirty = True
+        if not self._flush_pending:
+            self._flush_pending = True
+            self.set_timer(FLUSH_S, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_pending = False
+        if not self._dirty:
+            return
+        self._dirty = False
+        self.flushes += 1
+        self._update_size()
+        if self.follow:
+            self._scroll_to_end()
+        self.refresh()
+        self.post_message(self.Flushed())
+
+    def flush_now(self) -> None:
+        """Show what has arrived without waiting for the flush timer."""
+        self._dirty = True
+        self._flush()
+
+    def load_lines(self, buf: FileBuffer, first_line_no: int, raw: list[bytes], start_offset: int) -> None:
+        """Replace ``buf``'s content with lines read from the file at ``start_offset``."""
+        buf.lines.clear()
+        buf.sizes.clear()
+        buf.width = 0
+        buf.detached = False
+        buf.first_line_no = first_line_no
+        buf.start_offset = start_offset
+        if raw:
+            self._extend(buf, first_line_no, [_decode(r) for r in raw], [len(r) + 1 for r in raw])
+        buf.loaded = True
+        if buf.file == self.current:
+            self._recompute_rows()
+            self._update_size()
+            self._schedule_flush()
+
+    def prepend_lines(self, buf: FileBuffer, raw: list[bytes], start_offset: int) -> int:
+        """Older lines (those just before ``buf``'s first) read from ``start_offset``; returns how many."""
+        if not raw:
+            buf.start_offset = start_offset
+            return 0
+        if len(raw) >= buf.first_line_no:  # never number a line below 1
+            raw = raw[len(raw) - (buf.first_line_no - 1) :]
+        shown = [display_line(_decode(r)) for r in raw]
+        count = len(shown)
+        buf.lines[:0] = shown
+        buf.sizes[:0] = [len(r) + 1 for r in raw]
+        buf.first_line_no -= count
+        buf.start_offset = start_offset
+        if shown:
+            buf.width = max(buf.width, max(cell_len(s) for s in shown))
+        excess = len(buf.lines) - self.max_lines
+        if excess > 0:  # keep memory bounded: the newest lines go, and come back with the tail
+            del buf.lines[-excess:]
+            del buf.sizes[-excess:]
+            buf.detached = True
+        if buf.file == self.current:
+            before = self.row_count
+            self._recompute_rows()
+            self._update_size()
+            self._scroll_rows(self.row_count - before)
+            self.refresh()
+        return count
+
+    def add_marks(self, file: str, marks: Iterable[tuple[int, str]]) -> None:
+        """Finding lines of ``file``: (line number, severity)."""
+        per_file = self.marks.setdefault(file, {})
+        lines = self.finding_lines.setdefault(file, [])
+        changed = False
+        for line_no, severity in marks:
+            old = per_file.get(line_no)
+            if old is None:
+                bisect.insort(lines, line_no)
+            if old is None or _SEVERITY_RANK.get(severity, 0) > _SEVERITY_RANK.get(old, 0):
+                per_file[line_no] = severity
+                changed = True
+        if changed and file == self.current:
+            if self.findings_only:
+                self._recompute_rows()
+                self._update_size()
+            self.refresh()
+
+    # ------------------------------------------------------------------ what is shown
+
+    @property
+    def current_buffer(self) -> FileBuffer | None:
+        return self.buffers.get(self.current) if self.current else None
+
+    @property
+    def row_count(self) -> int:
+        buf = self.current_buffer
+        if buf is None:
+            return 0
+        return len(buf.lines) if self._rows is None else len(self._rows)
+
+    def show(self, file: str) -> None:
+        if file == self.current:
+            return
+        self.current = file
+        self.buffer(file)
+        self.cursor_line_no = None
+        self._recompute_rows()
+        self._update_size()
+        self.follow = True
+        self._scroll_to_end()
+        self.refresh()
+
+    def _visible(self, buf: FileBuffer, i: int) -> bool:
+        if self.findings_only and buf.first_line_no + i not in self.marks.get(buf.file, {}):
+            return False
+        return not self.filter_text or self.filter_text in buf.lines[i].lower()
+
+    def _recompute_rows(self) -> None:
+        buf = self.current_buffer
+        if buf is None or not (self.filter_text or self.findings_only):
+            self._rows = None
+            return
+        if self.findings_only and not self.filter_text:
+            marks = self.marks.get(buf.file, {})
+            first = buf.first_line_no
+            self._rows = [n - first for n in sorted(marks) if 0 <= n - first < len(buf.lines)]
+            return
+        self._rows = [i for i in range(len(buf.lines)) if self._visible(buf, i)]
+
+    def _update_size(self) -> None:
+        buf = self.current_buffer
+        width = (self._gutter_width() + 2 + buf.width) if buf else 0
+        self.virtual_size = Size(width, self.row_count)
+
+    def _gutter_width(self) -> int:
+        buf = self.current_buffer
+        last = buf.last_line_no if buf and buf.lines else 1
+        return max(6, len(str(last)))
+
+    def set_filter(self, text: str, findings_only: bool | None = None) -> None:
+        self.filter_text = text.lower()
+        if findings_only is not None:
+            self.findings_only = findings_only
+        anchor = self.cursor_line_no if self.cursor_line_no is not None else self.top_line_no()
+        self._recompute_rows()
+        self._update_size()
+        if anchor is not None and not self.follow:
+            self.scroll_to_line(anchor, center=True)
+        elif self.follow:
+            self._scroll_to_end()
+        self.refresh()
+
+    def set_search(self, text: str) -> None:
+        self.search = text
+        self._pattern = re.compile(re.escape(text), re.IGNORECASE) if text else None
+        self.refresh()
+
+    def visible_line_numbers(self) -> list[int]:
+        """Line numbers of every row that passes the filter (all held lines when none)."""
+        buf = self.current_buffer
+        if buf is None:
+            return []
+        if self._rows is None:
+            return list(range(buf.first_line_no, buf.first_line_no + len(buf.lines)))
+        return [buf.first_line_no + i for i in self._rows]
+
+    def match_line_numbers(self) -> list[int]:
+        """Line numbers of held, visible rows that contain the search text."""
+        buf = self.current_buffer
+        if buf is None or not self.search:
+            return []
+        needle = self.search.lower()
+        indices = range(len(buf.lines)) if self._rows is None else self._rows
+        return [buf.first_line_no + i for i in indices if needle in buf.lines[i].lower()]
+
+    # ------------------------------------------------------------------ navigation
+
+    def row_of(self, line_no: int) -> int | None:
+        buf = self.current_buffer
+        if buf is None:
+            return None
+        i = buf.index_of(line_no)
+        if i is None:
+            return None
+        if self._rows is None:
+            return i
+        pos = bisect.bisect_left(self._rows, i)
+        return pos if pos < len(self._rows) and self._rows[pos] == i else None
+
+    def line_at_row(self, row: int) -> int | None:
+        buf = self.current_buffer
+        if buf is None or not 0 <= row < self.row_count:
+            return None
+        i = row if self._rows is None else self._rows[row]
+        return buf.first_line_no + i
+
+    def top_line_no(self) -> int | None:
+        return self.line_at_row(round(self.scroll_y))
+
+    def scroll_to_line(self, line_no: int, *, center: bool = True) -> bool:
+        row = self.row_of(line_no)
+        if row is None:
+            return False
+        self.set_follow(False)
+        target = max(0, row - self.size.height // 2) if center else row
+        self._programmatic_scroll = True
+        self.scroll_to(y=target, animate=False, immediate=True, force=True)
+        self._programmatic_scroll = False
+        return True
+
+    def set_cursor(self, line_no: int | None) -> None:
+        self.cursor_line_no = line_no
+        self.refresh()
+
+    def set_follow(self, follow: bool) -> None:
+        if self.follow != follow:
+            self.follow = follow
+
+    def watch_follow(self, follow: bool) -> None:
+        self.post_message(self.FollowChanged(follow))
+
+    def _scroll_to_end(self) -> None:
+        self._programmatic_scroll = True
+        self.scroll_to(y=max(0, self.row_count - self.size.height), animate=False, immediate=True, force=True)
+        self._programmatic_scroll = False
+
+    def _scroll_rows(self, delta: int) -> None:
+        if delta:
+            self._programmatic_scroll = True
+            self.scroll_to(y=max(0, self.scroll_y + delta), animate=False, immediate=True, force=True)
+            self._programmatic_scroll = False
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._programmatic_scroll:
+            return
+        if new_value < old_value:
+            self.set_follow(False)
+            buf = self.current_buffer
+            if round(new_value) == 0 and buf is not None and buf.loaded and not buf.at_start:
+                self.post_message(self.AtTop())
+        elif new_value >= self.max_scroll_y:
+            self.set_follow(True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.follow:
+            self._scroll_to_end()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    # ------------------------------------------------------------------ rendering
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        base = self.rich_style
+        line_no = self.line_at_row(scroll_y + y)
+        buf = self.current_buffer
+        if line_no is None or buf is None:
+            return Strip.blank(width, base)
+        strip = self._line_strip(buf, line_no, base)
+        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, scroll_y + y)
+
+    def _line_strip(self, buf: FileBuffer, line_no: int, base: Style) -> Strip:
+        mark = self.marks.get(buf.file, {}).get(line_no)
+        cursor = line_no == self.cursor_line_no
+        gutter = self._gutter_width()
+        key = (buf.file, line_no, mark, cursor, self.search, gutter, buf.lines[line_no - buf.first_line_no])
+        strip = self._cache.get(key)
+        if strip is not None:
+            return strip
+        text = buf.lines[line_no - buf.first_line_no]
+        row = Text(no_wrap=True, end="")
+        row.append(f"{line_no:>{gutter}} ", self.get_component_rich_style("log-lines--gutter", partial=True))
+        if mark is not None:
+            style = self.get_component_rich_style(f"log-lines--{mark}", partial=True)
+            row.append("▌ ", style)
+            body = Text(text, style=style)
+        else:
+            row.append("  ")
+            body = Text(text)
+        if self._pattern is not None:
+            body.highlight_regex(self._pattern, self.get_component_rich_style("log-lines--match", partial=True))
+        row.append_text(body)
+        if cursor:
+            row.stylize(self.get_component_rich_style("log-lines--cursor", partial=True))
+        row.stylize_before(base)
+        strip = Strip(list(row.render(self.app.console)), row.cell_len)
+        self._cache[key] = strip
+        return strip
+
+    def rendered_text(self) -> list[str]:
+        """The text of the rows on screen, as drawn (for tests)."""
+        return [self.render_line(y).text for y in range(self.size.height)]
+
+
+class _Prompt(Input):
+    """The search / filter prompt; escape closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", show=False)]
+
+    def action_close(self) -> None:
+        view = next((a for a in self.ancestors if isinstance(a, LogView)), None)
+        if view is not None:
+            view.close_prompt()
+
+
+class LogView(Vertical):
+    """File selector, prompt, the log body and its status line."""
+
+    DEFAULT_CSS = """
+    LogView { height: 1fr; }
+    LogView #log-files { height: 1; padding: 0 1; }
+    LogView #log-prompt { display: none; height: 3; }
+    LogView #log-prompt.-open { display: block; }
+    LogView LogLines { height: 1fr; }
+    LogView #log-status { height: 1; padding: 0 1; color: $text-muted; }
+    """
+
+    def __init__(self, *, max_lines: int = MAX_LINES, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self.files: list[str] = []
+        self.body = LogLines(max_lines=max_lines, id="log-lines")
+        self._read: RangeReader | None = None
+        self._position: PositionOf | None = None
+        self._lines_seen: Callable[[str], int] | None = None
+        self._prompt_mode: str | None = None  # "search" | "filter"
+        self.notice = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="log-files")
+        yield _Prompt(id="log-prompt")
+        yield self.body
+        yield Static("", id="log-status")
+
+    def on_mount(self) -> None:
+        self._show_files()
+        self._show_status()
+
+    def connect(self, read: RangeReader, position: PositionOf, lines_seen: Callable[[str], int] | None = None) -> None:
+        """Where older bytes come from, and where each file's live stream stands."""
+        self._read = read
+        self._position = position
+        self._lines_seen = lines_seen
+
+    # ------------------------------------------------------------------ files
+
+    @property
+    def current(self) -> str | None:
+        return self.body.current
+
+    def add_files(self, files: Iterable[str]) -> None:
+        new = [f for f in files if f not in self.files]
+        if not new:
+            return
+        self.files = sorted([*self.files, *new], key=file_order)
+        self._show_files()
+        if self.current is None:
+            self.show_file(self.files[0])
+
+    def show_file(self, file: str) -> None:
+        if file not in self.files:
+            self.add_files([file])
+        self.body.show(file)
+        buf = self.body.buffer(file)
+        if not buf.loaded and not buf.loading:
+            self.load_tail(file)
+        self._show_files()
+        self._show_status()
+
+    def cycle_file(self, step: int) -> None:
+        if not self.files:
+            return
+        i = self.files.index(self.current) if self.current in self.files else -1
+        self.show_file(self.files[(i + step) % len(self.files)])
+
+    def show_index(self, index: int) -> None:
+        if 0 <= index < len(self.files):
+            self.show_file(self.files[index])
+
+    def _show_files(self) -> None:
+        if not self.is_mounted:
+            return
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for i, file in enumerate(self.files):
+            if i:
+                text.append(" │ ", "dim")
+            label = f"{i + 1} {file_label(file)}" if i < 9 else file_label(file)
+            count = len(self.body.finding_lines.get(file, ()))
+            style = "bold reverse" if file == self.current else ""
+            text.append(label, style)
+            if count:
+                text.append(f" ▌{count}", self.body.get_component_rich_style("log-lines--error", partial=True))
+        self.query_one("#log-files", Static).update(text)
+
+    # ------------------------------------------------------------------ live data
+
+    def append(self, file: str, first_line_no: int, lines: list[str]) -> None:
+        if file not in self.files:
+            self.add_files([file])
+        self.body.append(file, first_line_no, lines)
+
+    def add_findings(self, findings: Iterable[tuple[str, int, str]]) -> None:
+        """(file, line number, severity) of findings."""
+        per_file: dict[str, list[tuple[int, str]]] = {}
+        for file, line_no, severity in findings:
+            per_file.setdefault(file, []).append((line_no, severity))
+        for file, marks in per_file.items():
+            self.body.add_marks(file, marks)
+        if per_file:
+            self.add_files(per_file)
+            self._show_files()
+
+    @on(LogLines.Flushed)
+    @on(LogLines.FollowChanged)
+    def _refresh_status(self) -> None:
+        self._show_status()
+
+    @on(LogLines.AtTop)
+    def _at_top(self) -> None:
+        self.load_older()
+
+    # ------------------------------------------------------------------ paging
+
+    def load_tail(self, file: str) -> None:
+        """Read the end of ``file`` (again) and continue with its live lines."""
+        buf = self.body.buffer(file)
+        buf.loading = True
+        buf.pending.clear()
+        self._load_tail(file)
+
+    @work(group="log-load", exit_on_error=False)
+    async def _load_tail(self, file: str) -> None:
+        """Read the end of ``file`` and continue with its live lines."""
+        buf = self.body.buffer(file)
+        if self._read is None:
+            buf.loading = False
+            return
+        try:
+            position = self._position(file) if self._position else None
+            if position is not None and (known := position[1]) is not None:
+                end, last_no = position[0], known
+                start = max(0, end - TAIL_BYTES)
+                data = await self._read(file, start, end - start) if end > start else b""
+                raw = split_lines(data)
+                if start > 0 and raw:
+                    start += len(raw[0]) + 1
+                    raw = raw[1:]
+                first_no = last_no - len(raw) + 1
+            else:
+                data = await self._read(file, -TAIL_BYTES, TAIL_BYTES)
+                whole = len(data) < TAIL_BYTES
+                raw = split_lines(data)
+                start = 0 if whole else -1
+                if not whole and raw:
+                    raw = raw[1:]
+                seen = self._lines_seen(file) if self._lines_seen else 0
+                last_no = len(raw) if whole else max(seen, len(raw))
+                first_no = last_no - len(raw) + 1
+            self.body.load_lines(buf, max(1, first_no), raw, start if start >= 0 else -1)
+            if start < 0:
+                buf.start_offset = None
+            pending, buf.pending = buf.pending, []
+            buf.loading = False
+            self.notice = ""
+            for first, lines in pending:
+                if not self.body._extend(buf, first, lines, None):
+                    buf.loaded = False
+                    self.notice = "lines were missed: reloading"
+                    self.load_tail(file)
+                    break
+        except Exception as exc:
+            buf.loading = False
+            buf.loaded = True
+            self.notice = f"cannot read {file_label(file)}: {exc}"
+        self._show_status()
+
+    async def _page_older(self, buf: FileBuffer) -> int:
+        if self._read is None or buf.at_start or buf.start_offset is None or buf.start_offset < 0:
+            return 0
+        end = buf.start_offset
+        start = max(0, end - PAGE_BYTES)
+        data = await self._read(buf.file, start, end - start)
+        if data and not data.endswith(b"\n"):
+            # Our idea of where the held lines start is off (a rewritten line): re-align on the last newline.
+            end = start + data.rfind(b"\n") + 1
+            data = data[: end - start]
+        raw = split_lines(data)
+        if start > 0 and raw:
+            if len(raw) == 1 and len(data) >= PAGE_BYTES:
+                # One line longer than a page: show its end (capped) as one line.
+                return self.body.prepend_lines(buf, raw, start)
+            start += len(raw[0]) + 1
+            raw = raw[1:]
+        return self.body.prepend_lines(buf, raw, start)
+
+    @work(group="log-older", exclusive=True, exit_on_error=False)
+    async def load_older(self) -> None:
+        """Page older content of the current file in (``o``, or scrolling to the top)."""
+        buf = self.body.current_buffer
+        if buf is None or buf.loading:
+            return
+        if buf.at_start:
+            self.notice = "start of file"
+        else:
+            try:
+                count = await self._page_older(buf)
+                self.notice = f"{count} older lines read" if count else "start of file"
+            except Exception as exc:
+                self.notice = f"cannot read older lines: {exc}"
+        self._show_status()
+
+    @work(group="log-jump", exclusive=True, exit_on_error=False)
+    async def jump_to(self, file: str, line_no: int) -> None:
+        """Show ``file`` at ``line_no`` (paging older content in, or the tail back, as needed)."""
+        if file != self.current:
+            self.show_file(file)
+        buf = self.body.buffer(file)
+        for _ in range(500):  # wait for the tail being read
+            if buf.loaded and not buf.loading:
+                break
+            await asyncio.sleep(0.02)
+        if buf.loaded and buf.detached and line_no > buf.last_line_no:
+            self.load_tail(file)
+            for _ in range(200):
+                await asyncio.sleep(0.02)
+                if not buf.loading and buf.loaded:
+                    break
+        pages = 0
+        try:
+            while buf.lines and line_no < buf.first_line_no and not buf.at_start and pages < JUMP_BUDGET_PAGES:
+                if await self._page_older(buf) == 0:
+                    break
+                pages += 1
+        except Exception as exc:
+            self.notice = f"cannot read older lines: {exc}"
+        self.body.flush_now()
+        if self.body.row_of(line_no) is None and (self.body.filter_text or self.body.findings_only):
+            self.body.set_filter("", findings_only=False)
+        self.body.set_cursor(line_no)
+        if not self.body.scroll_to_line(line_no):
+            self.notice = f"line {line_no} is not in memory"
+        self._show_status()
+
+    # ------------------------------------------------------------------ keys
+
+    def next_finding(self, step: int) -> tuple[str, int] | None:
+        """Jump to the next (step 1) or previous (-1) finding line, across files in selector order."""
+        order = [f for f in self.files if self.body.finding_lines.get(f)]
+        if not order:
+            self.notice = "no findings"
+            self._show_status()
+            return None
+        current = self.current or order[0]
+        here = self.body.cursor_line_no
+        if here is None:
+            here = 0 if step > 0 else (1 << 62)
+        lines = self.body.finding_lines.get(current, [])
+        if step > 0:
+            i = bisect.bisect_right(lines, here)
+            target = (current, lines[i]) if i < len(lines) else None
+        else:
+            i = bisect.bisect_left(lines, here)
+            target = (current, lines[i - 1]) if i > 0 else None
+        if target is None:
+            pos = order.index(current) if current in order else (-1 if step > 0 else 0)
+            nxt = order[(pos + step) % len(order)]
+            nxt_lines = self.body.finding_lines[nxt]
+            target = (nxt, nxt_lines[0] if step > 0 else nxt_lines[-1])
+        self.jump_to(*target)
+        return target
+
+    def next_match(self, step: int) -> int | None:
+        matches = self.body.match_line_numbers()
+        if not matches:
+            self.notice = f"no match for {self.body.search!r}" if self.body.search else "no search"
+            self._show_status()
+            return None
+        here = self.body.cursor_line_no
+        if here is None:
+            here = self.body.top_line_no() or 0
+            here -= 1 if step > 0 else -1
+        if step > 0:
+            i = bisect.bisect_right(matches, here)
+            target = matches[i % len(matches)]
+        else:
+            i = bisect.bisect_left(matches, here)
+            target = matches[(i - 1) % len(matches)]
+        self.body.set_cursor(target)
+        self.body.scroll_to_line(target)
+        self.notice = f"match {matches.index(target) + 1}/{len(matches)}"
+        self._show_status()
+        return target
+
+    def open_prompt(self, mode: str) -> None:
+        prompt = self.query_one(_Prompt)
+        self._prompt_mode = mode
+        prompt.placeholder = "search (enter: next match)" if mode == "search" else "filter: show lines containing…"
+        prompt.value = self.body.search if mode == "search" else self.body.filter_text
+        prompt.add_class("-open")
+        prompt.focus()
+
+    def close_prompt(self) -> None:
+        self.query_one(_Prompt).remove_class("-open")
+        self._prompt_mode = None
+        self.body.focus()
+
+    @on(Input.Changed, "#log-prompt")
+    def _prompt_changed(self, event: Input.Changed) -> None:
+        if self._prompt_mode == "search":
+            self.body.set_search(event.value)
+        elif self._prompt_mode == "filter":
+            self.body.set_filter(event.value)
+        self._show_status()
+
+    @on(Input.Submitted, "#log-prompt")
+    def _prompt_submitted(self, event: Input.Submitted) -> None:
+        if self._prompt_mode == "search":
+            self.next_match(1)
+        else:
+            self.close_prompt()
+
+    def toggle_findings_only(self) -> None:
+        self.body.set_filter(self.body.filter_text, findings_only=not self.body.findings_only)
+        self._show_status()
+
+    def follow_tail(self) -> None:
+        buf = self.body.current_buffer
+        self.body.set_cursor(None)
+        if buf is not None and buf.detached and self.current:
+            buf.loaded = False
+            self.load_tail(self.current)
+        self.body.set_follow(True)
+        self.body._scroll_to_end()
+        self._show_status()
+
+    # ------------------------------------------------------------------ status
+
+    def _show_status(self) -> None:
+        if not self.is_mounted:
+            return
+        body = self.body
+        buf = body.current_buffer
+        parts: list[str] = []
+        if buf is None:
+            parts.append("no log yet")
+        elif buf.loading:
+            parts.append(f"{file_label(buf.file)}: reading…")
+        else:
+            if buf.lines:
+                parts.append(f"lines {buf.first_line_no}–{buf.last_line_no}")
+            else:
+                parts.append("empty")
+            if not buf.at_start and buf.lines:
+                parts.append("older: o")
+        parts.append("following" if body.follow else "paused (end: follow)")
+        if body.filter_text or body.findings_only:
+            what = "findings" if body.findings_only else ""
+            if body.filter_text:
+                what = f"{what} containing {body.filter_text!r}".strip()
+            parts.append(f"filter: {what} → {body.row_count} rows")
+        if body.search:
+            parts.append(f"search {body.search!r}: {len(body.match_line_numbers())} matches")
+        if buf is not None and buf.detached:
+            parts.append(f"{buf.dropped_live} newer lines not shown (end: reload)")
+        if self.notice:
+            parts.append(self.notice)
+        self.query_one("#log-status", Static).update(Text(" · ".join(parts), no_wrap=True, overflow="ellipsis"))

@@ -1,0 +1,277 @@
+"""The attempt detail screen, with the real local profile: real demo jobs, a real agent following real files."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from console.clusters import local_profile
+from console.engine import Engine
+from console.scheduler import JobState, JobStatus
+from console.store import AttemptRow
+from screens.app import SrtConsole, make_app
+from screens.attempt import AttemptScreen
+from screens.dialogs import ConfirmDialog
+from screens.sweeps import SweepsScreen
+from screens.widgets.findings import DiagnosisBanner, FindingsPanel
+from screens.widgets.log_view import MAX_CHARS, LogView
+from screens.widgets.workers import WorkersPanel
+from tests.conftest import RECIPES, ROOT
+from tests.tui.helpers import wait_for
+
+SEED_LOGS = ROOT / "tests" / "data" / "logs" / "seed-39443"
+
+
+@pytest.fixture
+def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    monkeypatch.setenv("SRT_DEMO_SPEED", "4")
+    data = tmp_path / "data"
+    from console.store import Store
+
+    return Engine(Store(data / "console.sqlite3"), {"local": local_profile(data)}, data)
+
+
+def finished_attempt(
+    engine: Engine, output_dir: Path, job_id: str = "39443", state: JobState = JobState.FAILED
+) -> AttemptRow:
+    """An attempt whose job already ended, with its output dir at `output_dir`."""
+    store = engine.store
+    sweep = store.add_sweep("fixture", "local", ["fixture.yaml"])
+    arm = store.add_arm(sweep, "dsv4-fp4-mi355x-atom-2p1d-dpa-tp8", "fixture.yaml", None, None, "name: x\n",
+                        {"node_demand": 3, "total_gpus": 24})  # fmt: skip
+    attempt = store.add_attempt(arm, "local", "demo", "name: x\n", [256])
+    store.mark_submitted(attempt.id, job_id, str(output_dir), None)
+    store.record_status(attempt.id, JobStatus(job_id, state, exit_code="1:0", nodelist="mi355x-a[01-03]",
+                                              source="sacct"))  # fmt: skip
+    return store.attempt(attempt.id)
+
+
+async def open_attempt(app: SrtConsole, attempt_id: int) -> AttemptScreen:
+    assert app.engine is not None and app.monitor is not None
+    screen = AttemptScreen(app.engine, app.monitor, attempt_id)
+    await app.push_screen(screen)
+    return screen
+
+
+def log_view(app: SrtConsole) -> LogView:
+    return app.screen.query_one(LogView)
+
+
+async def test_doomed_2p1d_twin_from_the_sweeps_screen(engine: Engine) -> None:
+    await engine.launch([str(RECIPES / "demo" / "mi355x-2p1d-dpa-tp8.yaml")], "local")
+    app = make_app([RECIPES / "demo"], engine=engine)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        table = app.screen.query_one(DataTable)
+        await wait_for(pilot, lambda: table.row_count == 1)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, AttemptScreen))
+        screen = app.screen
+        assert isinstance(screen, AttemptScreen)
+        banner = screen.query_one(DiagnosisBanner)
+
+        def doomed() -> bool:
+            d = banner.diagnosis
+            return d is not None and d.verdict == "doomed" and d.root_cause is not None and d.deterministic
+
+        await wait_for(pilot, doomed, timeout=60)
+        assert banner.diagnosis is not None and banner.diagnosis.root_cause is not None
+        assert banner.diagnosis.root_cause.id == "zmq-bind-in-use"
+        shown = str(banner.render())
+        assert "DOOMED" in shown and "zmq-bind-in-use" in shown and "deterministic" in shown and " c " in shown
+        assert banner.has_class("-doomed")
+
+        workers = screen.query_one(WorkersPanel)
+        await wait_for(pilot, lambda: workers.stages() == dict.fromkeys(("prefill_w0", "prefill_w1", "decode_w0"),
+                                                                         "failed"), timeout=30)  # fmt: skip
+        findings = screen.query_one(FindingsPanel)
+        assert any(r.signature == "zmq-bind-in-use" for r in findings.rows.values())
+
+        view = log_view(app)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: view.body.cursor_line_no is not None)
+        file, line_no = view.current, view.body.cursor_line_no
+        assert file is not None and line_no is not None
+        assert line_no in view.body.marks[file]
+        buf = view.body.buffers[file]
+        assert "Address already in use" in buf.lines[line_no - buf.first_line_no] or view.body.marks[file][line_no]
+        row = view.body.row_of(line_no)
+        assert row is not None and view.body.scroll_y <= row < view.body.scroll_y + view.body.size.height
+
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        plan = str(app.screen.query_one("#plan").render())
+        attempt = engine.store.attempt(screen.attempt_id)
+        assert f"job {attempt.job_id}" in plan and "3 node(s)" in plan
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, AttemptScreen))
+        await wait_for(pilot, lambda: screen.attempt.state == "CANCELLED", timeout=30)
+        assert "CANCELLED" in str(screen.query_one("#attempt-head").render())
+
+
+async def test_seed_logs_findings_and_jump(engine: Engine, tmp_path: Path) -> None:
+    out = tmp_path / "outputs" / "39443"
+    shutil.copytree(SEED_LOGS, out)
+    attempt = finished_attempt(engine, out)
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        screen = await open_attempt(app, attempt.id)
+        banner = screen.query_one(DiagnosisBanner)
+        await wait_for(pilot, lambda: banner.diagnosis is not None and banner.diagnosis.root_cause is not None)
+        assert banner.diagnosis is not None and banner.diagnosis.verdict == "failed"
+        view = log_view(app)
+        await wait_for(pilot, lambda: len(view.files) == 4)
+        assert Path(view.files[0]).name == "sweep_39443.log"
+        # Findings list: selecting a row jumps the log view to its first line.
+        findings = screen.query_one(FindingsPanel)
+        await wait_for(pilot, lambda: len(findings.rows) > 0)
+        table = findings.query_one(DataTable)
+        table.focus()
+        await pilot.pause()
+        target = findings.highlighted()
+        assert target is not None
+        await pilot.press("enter")
+        await wait_for(
+            pilot, lambda: view.body.cursor_line_no == target.first.line_no and view.current == target.first.file
+        )
+        # N goes back across files, n forward.
+        await pilot.press("n")
+        await wait_for(
+            pilot, lambda: (view.current, view.body.cursor_line_no) != (target.first.file, target.first.line_no)
+        )
+        # Switch files with ] and digits.
+        await pilot.press("1")
+        await wait_for(pilot, lambda: view.current is not None and view.current.endswith("sweep_39443.log"))
+        await pilot.press("right_square_bracket")
+        await wait_for(pilot, lambda: view.current == view.files[1])
+
+
+async def test_search_and_filter(engine: Engine, tmp_path: Path) -> None:
+    out = tmp_path / "outputs" / "5001"
+    (out / "logs").mkdir(parents=True)
+    lines = [f"line {i:04d} {'needle' if i % 10 == 0 else 'hay'}" for i in range(1, 501)]
+    (out / "logs" / "sweep_5001.log").write_text("\n".join(lines) + "\n")
+    attempt = finished_attempt(engine, out, "5001", JobState.COMPLETED)
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        await open_attempt(app, attempt.id)
+        view = log_view(app)
+        await wait_for(pilot, lambda: view.current is not None and len(view.body.visible_line_numbers()) == 500)
+        assert view.body.follow and view.body.line_at_row(view.body.row_count - 1) == 500
+
+        await pilot.press("slash")
+        await pilot.press(*"needle")
+        assert len(view.body.match_line_numbers()) == 50
+        await pilot.press("enter")
+        first = view.body.cursor_line_no
+        assert first is not None and first % 10 == 0
+        await pilot.press("escape")
+        await pilot.press("m")
+        assert view.body.cursor_line_no == first + 10
+        await pilot.press("M")
+        assert view.body.cursor_line_no == first
+        assert not view.body.follow  # a jump pauses following
+        assert any("needle" in row for row in view.body.rendered_text())
+
+        await pilot.press("f")
+        await pilot.press(*"0 needle")  # lines 10, 100, 110 ... : "0 needle" ends lines whose number ends in 0
+        await wait_for(pilot, lambda: view.body.row_count == 50)
+        await pilot.press(*["backspace"] * 8)
+        await pilot.press(*"0005")
+        await wait_for(pilot, lambda: view.body.row_count == 1)
+        assert view.body.visible_line_numbers() == [5]
+        await pilot.press("escape")
+        await pilot.press("f")
+        prompt_value = app.screen.query_one("#log-prompt").value  # type: ignore[attr-defined]
+        assert prompt_value == "0005"
+        await pilot.press(*["backspace"] * 4, "enter")
+        assert view.body.row_count == 500
+        await pilot.press("t")
+        assert view.body.follow
+
+
+async def test_hostile_content_renders_inert_and_the_ui_stays_responsive(engine: Engine, tmp_path: Path) -> None:
+    out = tmp_path / "outputs" / "6001"
+    logs = out / "logs"
+    logs.mkdir(parents=True)
+    (logs / "sweep_6001.log").write_text("sweep starting\n")
+    attempt = finished_attempt(engine, out, "6001", JobState.FAILED)
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        await open_attempt(app, attempt.id)
+        view = log_view(app)
+        await wait_for(pilot, lambda: view.current is not None and view.body.row_count == 1)
+        hostile = b"".join(
+            [
+                b"\x1b[31mred ansi\x1b[0m plain\n",
+                b"\x1b]0;evil title\x07osc title \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\n",
+                b"[bold red]x[/] markup stays literal\n",
+                b"nul\x00byte and bell\x07 and backspace\x08\n",
+                b"bad utf8 \xff\xfe\xc3 end\n",
+                b"clear screen \x1b[2J\x1b[H home\n",
+            ]
+        )
+        with open(logs / "sweep_6001.log", "ab") as handle:
+            handle.write(hostile)
+        await wait_for(pilot, lambda: view.body.row_count == 7, timeout=20)
+        with open(logs / "sweep_6001.log", "ab") as handle:
+            handle.write(b"long " + b"A" * 10_000_000 + b"\nafter the long line\n")
+        await wait_for(pilot, lambda: view.body.row_count == 9, timeout=30)
+        view.body.flush_now()
+        await pilot.pause()
+        rows = view.body.rendered_text()
+        joined = "\n".join(rows)
+        assert "\x1b" not in joined and "\x00" not in joined and "\x07" not in joined
+        assert "[bold red]x[/] markup stays literal" in joined
+        assert "red ansi plain" in joined and "osc title link" in joined
+        assert "\ufffd" in joined  # invalid UTF-8 shown as replacement characters
+        buf = view.body.buffers[view.current or ""]
+        long_line = buf.lines[buf.index_of(8) or 0]
+        assert long_line.startswith("long AAAA") and len(long_line) <= MAX_CHARS + 40
+        assert "chars]" in long_line
+        assert all(len(line) <= MAX_CHARS + 40 for line in buf.lines)
+        # Still responsive: a key is handled promptly.
+        started = time.monotonic()
+        await pilot.press("F")
+        await wait_for(pilot, lambda: view.body.findings_only, timeout=2)
+        assert time.monotonic() - started < 2
+
+
+async def test_live_lines_are_coalesced_and_memory_is_bounded(engine: Engine, tmp_path: Path) -> None:
+    out = tmp_path / "outputs" / "7001"
+    logs = out / "logs"
+    logs.mkdir(parents=True)
+    log = logs / "sweep_7001.log"
+    log.write_text("".join(f"old {i}\n" for i in range(1, 30001)))
+    attempt = finished_attempt(engine, out, "7001", JobState.COMPLETED)
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        screen = await open_attempt(app, attempt.id)
+        view = screen.query_one(LogView)
+        view.body.max_lines = 2000
+        await wait_for(pilot, lambda: view.body.row_count > 0 and not view.body.buffers[view.current or ""].loading)
+        buf = view.body.buffers[view.current or ""]
+        assert buf.last_line_no == 30000 and buf.first_line_no > 1  # only the tail was read
+        flushes = view.body.flushes
+        with open(log, "a") as handle:
+            for i in range(30001, 40001):
+                handle.write(f"new {i}\n")
+        await wait_for(pilot, lambda: buf.last_line_no == 40000, timeout=20)
+        view.body.flush_now()
+        assert len(buf.lines) <= 2000 + 2000 // 4
+        assert view.body.flushes - flushes < 100  # 10,000 lines, a handful of refreshes
+        assert view.body.line_at_row(view.body.row_count - 1) == 40000
+        # Paging back: `o` reads older lines in, exactly numbered.
+        first = buf.first_line_no
+        await pilot.press("o")
+        await wait_for(pilot, lambda: buf.first_line_no < first)
+        assert buf.lines[0] == ("old" if buf.first_line_no <= 30000 else "new") + f" {buf.first_line_no}"
