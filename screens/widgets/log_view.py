@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -50,7 +51,7 @@ TAIL_BYTES = 64 * 1024
 PAGE_BYTES = 64 * 1024
 """How much older content one page-back reads."""
 FLUSH_S = 0.05
-"""Lines arriving within this interval are shown by one refresh."""
+"""At most one refresh for arriving lines per this interval."""
 JUMP_BUDGET_PAGES = 64
 """Pages read back at most to reach a line (a finding) not in memory."""
 
@@ -93,6 +94,11 @@ def split_lines(data: bytes) -> list[bytes]:
     if last < 0:
         return []
     return data[:last].split(b"\n")
+
+
+def _width(lines: list[str]) -> int:
+    """Cells the widest line takes (ASCII lines: their length, no per-character lookup)."""
+    return max(len(s) if s.isascii() else cell_len(s) for s in lines)
 
 
 def _decode(raw: bytes) -> str:
@@ -186,6 +192,8 @@ class LogLines(ScrollView, can_focus=True):
         self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(maxsize=2000)
         self._flush_pending = False
         self._dirty = False
+        self._last_flush = 0.0
+        self.paging = False  # an older page is being read
         self.flushes = 0  # refreshes caused by arriving lines (for tests and figures)
         self._programmatic_scroll = False
 
@@ -226,12 +234,12 @@ class LogLines(ScrollView, can_focus=True):
             lines = lines[skip:]
             sizes = sizes[skip:] if sizes is not None else None
         if sizes is None:
-            sizes = [len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines]
+            sizes = [len(x) + 1 if x.isascii() else len(x.encode("utf-8", "surrogatepass")) + 1 for x in lines]
         shown = [display_line(line) for line in lines]
         start = len(buf.lines)
         buf.lines.extend(shown)
         buf.sizes.extend(sizes)
-        buf.width = max(buf.width, max(cell_len(s) for s in shown))
+        buf.width = max(buf.width, _width(shown))
         if buf.file == self.current and self._rows is not None:
             self._rows.extend(i for i in range(start, len(buf.lines)) if self._visible(buf, i))
         if len(buf.lines) > self.max_lines + self.max_lines // 4:
@@ -254,16 +262,23 @@ class LogLines(ScrollView, can_focus=True):
                 self._scroll_rows(self.row_count - before)
 
     def _schedule_flush(self) -> None:
+        """Show new lines soon: after the messages already queued (a burst becomes one refresh),
+        and at most once every FLUSH_S."""
         self._dirty = True
         if not self._flush_pending:
             self._flush_pending = True
-            self.set_timer(FLUSH_S, self._flush)
+            wait = FLUSH_S - (time.monotonic() - self._last_flush)
+            if wait > 0:
+                self.set_timer(wait, self._flush)
+            else:
+                self.call_later(self._flush)
 
     def _flush(self) -> None:
         self._flush_pending = False
         if not self._dirty:
             return
         self._dirty = False
+        self._last_flush = time.monotonic()
         self.flushes += 1
         self._update_size()
         if self.follow:
@@ -299,6 +314,7 @@ class LogLines(ScrollView, can_focus=True):
             return 0
         if len(raw) >= buf.first_line_no:  # never number a line below 1
             raw = raw[len(raw) - (buf.first_line_no - 1) :]
+        anchor = self.top_line_no() if buf.file == self.current else None
         shown = [display_line(_decode(r)) for r in raw]
         count = len(shown)
         buf.lines[:0] = shown
@@ -306,17 +322,20 @@ class LogLines(ScrollView, can_focus=True):
         buf.first_line_no -= count
         buf.start_offset = start_offset
         if shown:
-            buf.width = max(buf.width, max(cell_len(s) for s in shown))
+            buf.width = max(buf.width, _width(shown))
         excess = len(buf.lines) - self.max_lines
         if excess > 0:  # keep memory bounded: the newest lines go, and come back with the tail
             del buf.lines[-excess:]
             del buf.sizes[-excess:]
             buf.detached = True
         if buf.file == self.current:
-            before = self.row_count
             self._recompute_rows()
             self._update_size()
-            self._scroll_rows(self.row_count - before)
+            # The row that was on top stays on top: older rows appear above it.
+            row = self.row_of(anchor) if anchor is not None else None
+            if row is None:  # it was dropped to keep memory bounded: show the newest rows held
+                row = max(0, self.row_count - self.size.height)
+            self._scroll_rows(row - round(self.scroll_y))
             self.refresh()
         return count
 
@@ -490,7 +509,9 @@ class LogLines(ScrollView, can_focus=True):
         if new_value < old_value:
             self.set_follow(False)
             buf = self.current_buffer
-            if round(new_value) == 0 and buf is not None and buf.loaded and not buf.at_start:
+            reached_top = round(old_value) > 0 and round(new_value) == 0
+            if reached_top and buf is not None and buf.loaded and not buf.at_start and not self.paging:
+                self.paging = True  # one page at a time, however many scroll steps reach the top
                 self.post_message(self.AtTop())
         elif new_value >= self.max_scroll_y:
             self.set_follow(True)
@@ -754,15 +775,19 @@ class LogView(Vertical):
         """Page older content of the current file in (``o``, or scrolling to the top)."""
         buf = self.body.current_buffer
         if buf is None or buf.loading:
+            self.body.paging = False
             return
-        if buf.at_start:
-            self.notice = "start of file"
-        else:
-            try:
+        self.body.paging = True
+        try:
+            if buf.at_start:
+                self.notice = "start of file"
+            else:
                 count = await self._page_older(buf)
                 self.notice = f"{count} older lines read" if count else "start of file"
-            except Exception as exc:
-                self.notice = f"cannot read older lines: {exc}"
+        except Exception as exc:
+            self.notice = f"cannot read older lines: {exc}"
+        finally:
+            self.body.paging = False
         self._show_status()
 
     @work(group="log-jump", exclusive=True, exit_on_error=False)

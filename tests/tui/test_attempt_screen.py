@@ -257,7 +257,7 @@ async def test_live_lines_are_coalesced_and_memory_is_bounded(engine: Engine, tm
         await wait_for(pilot, lambda: app.monitor is not None)
         screen = await open_attempt(app, attempt.id)
         view = screen.query_one(LogView)
-        view.body.max_lines = 2000
+        view.body.max_lines = 8000
         await wait_for(pilot, lambda: view.body.row_count > 0 and not view.body.buffers[view.current or ""].loading)
         buf = view.body.buffers[view.current or ""]
         assert buf.last_line_no == 30000 and buf.first_line_no > 1  # only the tail was read
@@ -267,7 +267,7 @@ async def test_live_lines_are_coalesced_and_memory_is_bounded(engine: Engine, tm
                 handle.write(f"new {i}\n")
         await wait_for(pilot, lambda: buf.last_line_no == 40000, timeout=20)
         view.body.flush_now()
-        assert len(buf.lines) <= 2000 + 2000 // 4
+        assert len(buf.lines) <= 8000 + 8000 // 4
         assert view.body.flushes - flushes < 100  # 10,000 lines, a handful of refreshes
         assert view.body.line_at_row(view.body.row_count - 1) == 40000
         # Paging back: `o` reads older lines in, exactly numbered.
@@ -275,3 +275,18 @@ async def test_live_lines_are_coalesced_and_memory_is_bounded(engine: Engine, tm
         await pilot.press("o")
         await wait_for(pilot, lambda: buf.first_line_no < first)
         assert buf.lines[0] == ("old" if buf.first_line_no <= 30000 else "new") + f" {buf.first_line_no}"
+        # Scrolling to the top pages older lines in, keeping the rows on screen where they were.
+        view.body.focus()
+        top_before = buf.first_line_no
+        await pilot.press("home")
+        await wait_for(pilot, lambda: buf.first_line_no < top_before)
+        assert view.body.top_line_no() == top_before
+        # A line far above the held window (a finding, say) is reached by paging back to it.
+        view.jump_to(view.current or "", 100)
+        await wait_for(pilot, lambda: view.body.cursor_line_no == 100 and view.body.row_of(100) is not None)
+        assert buf.lines[100 - buf.first_line_no] == "old 100"
+        assert len(buf.lines) <= view.body.max_lines and buf.detached
+        # Back to the tail: the newest lines come back and following resumes.
+        await pilot.press("t")
+        await wait_for(pilot, lambda: not buf.detached and buf.last_line_no == 40000)
+        assert view.body.follow
