@@ -114,7 +114,7 @@ async def latency(transport: Transport, directory: str, path: Path, count: int, 
 
     async def consume() -> None:
         async for event in follower.events():
-            if not isinstance(event, LinesEvent):
+            if not isinstance(event, LinesEvent) or not event.file.endswith(path.name):
                 continue
             ready.set()
             now = time.perf_counter()
@@ -164,7 +164,8 @@ async def throughput(transport: Transport, directory: str, path: Path, size: int
     async def consume() -> None:
         nonlocal received
         async for event in follower.events():
-            if isinstance(event, LinesEvent):
+            # Only this file: once it is being streamed, appends are streamed too (not triaged).
+            if isinstance(event, LinesEvent) and event.file.endswith(path.name):
                 ready.set()
                 received += len(event.lines)
                 if received >= total + 1:
@@ -239,9 +240,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             job = root / "outputs" / "1"
             if root is not local_root:
                 (job / "logs").mkdir(parents=True)
-                os.link(big, job / "logs" / big.name) if big.stat().st_dev == root.stat().st_dev else shutil.copy(
-                    big, job / "logs" / big.name
-                )
+                if big.stat().st_dev == root.stat().st_dev:
+                    os.link(big, job / "logs" / big.name)
+                else:
+                    shutil.copy(big, job / "logs" / big.name)
                 for p in (root, root / "outputs", job, job / "logs"):
                     os.chmod(p, 0o755)
                 os.chmod(job / "logs" / big.name, 0o644)
