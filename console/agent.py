@@ -671,7 +671,10 @@ class Agent:
                 if watch is not None:
                     watch.close()
             elif op == "read":
-                self.read(rid, self.path_of(cmd), int(cmd.get("offset") or 0), int(cmd.get("length") or MAX_READ))
+                length = cmd.get("length")
+                self.read(
+                    rid, self.path_of(cmd), int(cmd.get("offset") or 0), MAX_READ if length is None else int(length)
+                )
             elif op == "head_tail":
                 head, tail, size, whole = head_tail(
                     self.path_of(cmd), int(cmd.get("head") or RESULT_HEAD), int(cmd.get("tail") or RESULT_TAIL)

@@ -650,6 +650,7 @@ async def test_read_range_and_head_tail(tmp_path: Path) -> None:
         assert await follower.read_range(str(directory), "logs/sweep_12345.log", 5, 10) == b"5678901234"
         assert await follower.read_range(str(directory), "logs/sweep_12345.log", -3, 10) == b"789"
         assert await follower.read_range(str(directory), str(log), 95, 100) == b"56789"
+        assert await follower.read_range(str(directory), str(log), 10, 0) == b""
         with pytest.raises(FileNotFoundError):
             await follower.read_range(str(directory), "logs/missing.out", 0, 10)
         result = await follower.head_tail(str(directory), "logs/sweep_12345.log", head=10, tail=10)
