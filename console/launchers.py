@@ -43,6 +43,9 @@ class Launcher(Protocol):
     async def submit(self, arm: Arm, attempt: int) -> Submitted:
         """Submit one arm (its resolved config) as attempt number `attempt`."""
 
+    async def preview(self, arm: Arm) -> str:
+        """What submitting the arm would run, without submitting anything."""
+
 
 def srtctl_recipe(config: dict[str, Any]) -> dict[str, Any]:
     """The config srtctl may see: srt-console's own `demo:` section removed (srtctl rejects unknown keys)."""
@@ -81,13 +84,28 @@ class SrtctlLauncher:
         self.srtctl = shlex.split(srtctl)
         self._paths = _Paths(profile, transport)
 
-    async def submit(self, arm: Arm, attempt: int) -> Submitted:
+    async def _upload(self, arm: Arm, attempt: int) -> tuple[str, str]:
+        """The resolved recipe, as srtctl may see it, in a fresh run dir; returns (checkout, path)."""
         workdir = await self._paths.resolve(self.profile.workdir)
         checkout = await self._paths.resolve(self.profile.srt_slurm or "")
         run_dir = f"{workdir}/runs/{run_dir_name(arm, attempt)}"
         recipe_path = f"{run_dir}/{_SAFE_NAME.sub('_', arm.name)[:80]}.yaml"
         await self.transport.run(["mkdir", "-p", "--", run_dir], check=True)
         await self.transport.write_file(recipe_path, dump(srtctl_recipe(arm.config)).encode())
+        return checkout, recipe_path
+
+    async def preview(self, arm: Arm) -> str:
+        """`srtctl dry-run -f <uploaded recipe>`: srtctl's own account of the job (nothing submitted)."""
+        checkout, recipe_path = await self._upload(arm, 0)
+        result = await self.transport.run([*self.srtctl, "dry-run", "-f", recipe_path], cwd=checkout or None,
+                                          timeout=120)  # fmt: skip
+        text = (result.stdout + result.stderr).strip()
+        if not result.ok:
+            raise LaunchError(f"srtctl dry-run failed (exit {result.returncode}): {text[-2000:]}")
+        return text
+
+    async def submit(self, arm: Arm, attempt: int) -> Submitted:
+        checkout, recipe_path = await self._upload(arm, attempt)
         argv = [*self.srtctl, "apply", "--json", "-f", recipe_path]
         if self.profile.outputs:
             argv += ["-o", await self._paths.resolve(self.profile.outputs)]
@@ -164,6 +182,24 @@ class DemoLauncher:
             await self.transport.write_file(path, source, mode=0o644)
             self._engine_path = path
         return self._engine_path
+
+    async def preview(self, arm: Arm) -> str:
+        """The batch script the demo launcher would submit (nothing is uploaded or submitted)."""
+        workdir = await self._paths.resolve(self.profile.workdir)
+        outputs = await self._paths.resolve(self.profile.outputs)
+        results = await self._paths.resolve(self.profile.results) if self.profile.results else None
+        return render_batch_script(
+            arm,
+            job_dir_template=f"{outputs}/%j",
+            engine_path=f"{workdir}/engine/srt-demo-engine-<version>.py",
+            config_path=f"{workdir}/runs/<run>/plan.json",
+            python=self.profile.python,
+            results_root=results,
+            partition=self.profile.partition,
+            account=self.profile.account,
+            time_limit=self.profile.time_limit,
+            speed=self.profile.demo_speed,
+        )
 
     async def submit(self, arm: Arm, attempt: int) -> Submitted:
         workdir = await self._paths.resolve(self.profile.workdir)

@@ -14,6 +14,8 @@ from console.clusters import Profile
 from console.describe import grid_label, topology_label
 from console.engine import Engine, LaunchRefused
 from console.ids import arm_ref, attempt_ref, sweep_ref
+from console.launchers import LaunchError
+from console.model import Arm
 from console.store import AttemptRow, Store
 from console.transport.base import HostKeyError, TransportError
 
@@ -152,12 +154,33 @@ def cmd_launch(args: argparse.Namespace) -> int:
                 f"  {arm.name}: {topology_label(arm.topology)}, {arm.topology.node_demand} node(s), "
                 f"points {grid_label(arm.concurrencies)}"
             )
+    if args.dry_run:
+        return asyncio.run(_preview(ctx, arms, cluster, args.json))
     if not args.yes:
         if not sys.stdin.isatty():
             return _fail("not a terminal: add --yes to launch without confirmation")
         if input("Submit? [y/N] ").strip().lower() not in ("y", "yes"):
             return _fail("nothing submitted")
     return asyncio.run(_launch(ctx, args, cluster))
+
+
+async def _preview(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -> int:
+    """Each arm as the launcher would run it; nothing is submitted."""
+    previews: list[dict[str, str]] = []
+    try:
+        launcher = ctx.engine.runtime(cluster).launcher
+        for arm in arms:
+            previews.append({"arm": arm.name, "preview": await launcher.preview(arm)})
+    except (LaunchError, TransportError, OSError) as exc:
+        return _fail(f"dry run failed: {exc}")
+    finally:
+        await ctx.engine.close()
+    if as_json:
+        _json({"cluster": cluster, "dry_run": previews})
+    else:
+        for item in previews:
+            print(f"--- {item['arm']} ---\n{item['preview']}")
+    return 0
 
 
 async def _launch(ctx: Context, args: argparse.Namespace, cluster: str) -> int:

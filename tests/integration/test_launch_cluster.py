@@ -162,6 +162,9 @@ def test_unknown_host_key_is_refused_and_nothing_submitted(site: Path) -> None:
 def test_srtctl_launcher_with_the_stand_in(site: Path) -> None:
     async def scenario() -> None:
         engine = engine_for(site)
+        arm = engine.plan([str(DEMO / "quick.yaml")])[1][0]
+        preview = await engine.runtime("testsrtctl").launcher.preview(arm)
+        assert "DRY-RUN" in preview and engine.store.attempts() == []
         await engine.launch([str(DEMO / "quick.yaml")], "testsrtctl")
         (attempt,) = engine.store.attempts()
         assert attempt.job_id and attempt.output_dir and attempt.output_dir.endswith(f"/outputs/{attempt.job_id}")

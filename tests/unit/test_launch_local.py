@@ -142,3 +142,11 @@ def test_broken_recipes_submit_nothing(data_dir: Path, tmp_path: Path, capsys: p
     assert engine.store.sweeps() == []
     with pytest.raises(LaunchRefused, match="unknown cluster"):
         asyncio.run(engine.launch([str(RECIPES / "demo" / "quick.yaml")], "nowhere"))
+
+
+def test_dry_run_shows_the_batch_script_and_submits_nothing(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["launch", str(RECIPES / "demo" / "quick.yaml"), "--dry-run", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (item,) = doc["dry_run"]
+    assert item["arm"] == "demo-quick" and "#SBATCH --nodes=1" in item["preview"]
+    assert engine_for(data_dir).store.sweeps() == []
