@@ -148,7 +148,7 @@ class AttemptScreen(Screen[None]):
 
     def _show_banner(self) -> None:
         cancellable = self.attempt.live and bool(self.attempt.job_id)
-        self.query_one(DiagnosisBanner).show(self.diagnosis, cancellable=cancellable)
+        self.query_one(DiagnosisBanner).show(self.diagnosis, cancellable=cancellable, nodes=self._node_count())
 
     def _show_head(self) -> None:
         a = self.attempt
@@ -229,12 +229,16 @@ class AttemptScreen(Screen[None]):
     def action_focus_log(self) -> None:
         self.log_view.body.focus()
 
+    def _node_count(self) -> int | None:
+        """Nodes the job holds: as its log says, else as its recipe asks."""
+        return (self.diagnosis.nodes if self.diagnosis else None) or self.node_demand
+
     def action_cancel(self) -> None:
         attempt = self.attempt
         if not attempt.live or not attempt.job_id:
             self.notify("This attempt's job is not running", severity="warning")
             return
-        nodes = (self.diagnosis.nodes if self.diagnosis else None) or self.node_demand
+        nodes = self._node_count()
         node_text = f"{nodes} node(s)" if nodes else "its nodes"
         lines = [
             f"{self.arm_name} ({attempt_ref(attempt.arm_id, attempt.number)})",

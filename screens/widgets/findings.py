@@ -30,7 +30,7 @@ class DiagnosisBanner(Static):
         self.diagnosis: Diagnosis | None = None
         self.cancellable = False
 
-    def show(self, diagnosis: Diagnosis | None, *, cancellable: bool) -> None:
+    def show(self, diagnosis: Diagnosis | None, *, cancellable: bool, nodes: int | None = None) -> None:
         self.diagnosis = diagnosis
         self.cancellable = cancellable
         for cls in VERDICT_CLASSES.values():
@@ -59,7 +59,8 @@ class DiagnosisBanner(Static):
         else:
             text.append("  no failure found")
         if diagnosis.verdict == "doomed":
-            text.append("\n  This job is doomed: it holds its nodes but cannot recover.", "bold")
+            held = f"its {nodes} nodes" if nodes and nodes > 1 else "its node" if nodes else "its nodes"
+            text.append(f"\n  This job is doomed: it holds {held} but cannot recover.", "bold")
             if cancellable:
                 text.append("  Press ")
                 text.append(" c ", "bold reverse")
@@ -169,7 +170,7 @@ class FindingsPanel(Vertical):
                 reorder = True
             elif old != row:
                 for column, value in cells.items():
-                    table.update_cell(row.key, column, value)
+                    table.update_cell(row.key, column, value, update_width=True)
         if reorder and len(rows) > 1:
             rank = {(r.signature, r.worker): i for i, r in enumerate(rows)}
             table.sort("signature", "worker", key=lambda cells: rank.get((str(cells[0]), str(cells[1])), len(rank)))

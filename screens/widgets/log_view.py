@@ -506,15 +506,16 @@ class LogLines(ScrollView, can_focus=True):
         super().watch_scroll_y(old_value, new_value)
         if self._programmatic_scroll:
             return
-        if new_value < old_value:
+        if new_value >= self.max_scroll_y:
+            # At the end (where the operator scrolled, or where a view that shrank was clamped).
+            self.set_follow(True)
+        elif new_value < old_value:
             self.set_follow(False)
             buf = self.current_buffer
             reached_top = round(old_value) > 0 and round(new_value) == 0
             if reached_top and buf is not None and buf.loaded and not buf.at_start and not self.paging:
                 self.paging = True  # one page at a time, however many scroll steps reach the top
                 self.post_message(self.AtTop())
-        elif new_value >= self.max_scroll_y:
-            self.set_follow(True)
 
     def on_resize(self, event: events.Resize) -> None:
         if self.follow:

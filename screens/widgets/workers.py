@@ -104,7 +104,7 @@ class WorkersPanel(Vertical):
             if row.worker in table.rows:
                 for column, value in cells.items():
                     if table.get_cell(row.worker, column) != value:
-                        table.update_cell(row.worker, column, value)
+                        table.update_cell(row.worker, column, value, update_width=True)
             else:
                 table.add_row(*cells.values(), key=row.worker)
 

@@ -196,6 +196,20 @@ async def test_search_and_filter(engine: Engine, tmp_path: Path) -> None:
         await pilot.press("t")
         assert view.body.follow
 
+        # Scrolling up pauses following: new lines do not move the view; `t` follows the tail again.
+        await pilot.press("up", "up")
+        await wait_for(pilot, lambda: not view.body.follow)
+        top = view.body.top_line_no()
+        with open(out / "logs" / "sweep_5001.log", "a") as handle:
+            handle.write("".join(f"line {i:04d} more\n" for i in range(501, 521)))
+        buf = view.body.buffers[view.current or ""]
+        await wait_for(pilot, lambda: buf.last_line_no == 520)
+        view.body.flush_now()
+        await pilot.pause()
+        assert view.body.top_line_no() == top and not view.body.follow
+        await pilot.press("t")
+        await wait_for(pilot, lambda: view.body.follow and "line 0520 more" in view.body.rendered_text()[-1])
+
 
 async def test_hostile_content_renders_inert_and_the_ui_stays_responsive(engine: Engine, tmp_path: Path) -> None:
     out = tmp_path / "outputs" / "6001"
