@@ -5,6 +5,10 @@
   write() until it is on screen (the LogView's rendered rows hold it). Polled every 2 ms, so the
   figures include up to 2 ms of polling. The agent's own poll interval (0.1 s for a busy file,
   1 s for one idle for a while) dominates: the first lines after an idle spell take longest.
+- doomed: the demo 2P1D twin (ZMQ bind fault) launched on the local profile with the attempt
+  screen open; time from the first `Address already in use` line reaching a worker log on disk
+  (watched every 2 ms) to the banner saying doomed with that root cause, and to "deterministic"
+  (every worker of a role hit).
 - absorb: --absorb lines (default 200,000) handed to the LogView in batches of --batch lines (as
   LogLinesArrived delivers them), with the app running headless; lines/s until the last line is
   on screen, flushes (refreshes) it took, and lines held at the end (memory bound).
@@ -88,6 +92,54 @@ async def latency(lines: int, interval_s: float) -> dict[str, Any]:
     }
 
 
+async def doomed_banner(recipe: Path) -> dict[str, Any]:
+    from screens.widgets.findings import DiagnosisBanner
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        engine = Engine(Store(data / "console.sqlite3"), {"local": local_profile(data)}, data)
+        await engine.launch([str(recipe)], "local")
+        (attempt,) = engine.store.attempts()
+        app = make_app([], engine=engine)
+        written: float | None = None
+        async with app.run_test(size=(160, 50)) as pilot:
+            await _until(lambda: app.monitor is not None, pilot.pause)
+            assert app.monitor is not None
+            await app.push_screen(AttemptScreen(engine, app.monitor, attempt.id))
+            banner = app.screen.query_one(DiagnosisBanner)
+
+            def on_disk() -> bool:
+                nonlocal written
+                if written is None:
+                    row = engine.store.attempt(attempt.id)
+                    logs = Path(row.output_dir or "/nonexistent") / "logs"
+                    for path in logs.glob("*_w*.out") if logs.is_dir() else []:
+                        if b"Address already in use" in path.read_bytes():
+                            written = time.perf_counter()
+                            break
+                return written is not None
+
+            def shown(deterministic: bool) -> bool:
+                on_disk()
+                d = banner.diagnosis
+                return (
+                    d is not None
+                    and d.verdict == "doomed"
+                    and d.root_cause is not None
+                    and d.root_cause.id == "zmq-bind-in-use"
+                    and (d.deterministic or not deterministic)
+                )
+
+            doomed_at = await _until(lambda: shown(False), pilot.pause, timeout=120)
+            deterministic_at = await _until(lambda: shown(True), pilot.pause, timeout=120)
+            await engine.cancel([engine.store.attempt(attempt.id)])
+        assert written is not None
+        return {
+            "doomed_ms": round((doomed_at - written) * 1000, 1),
+            "deterministic_ms": round((deterministic_at - written) * 1000, 1),
+        }
+
+
 class _Harness(App[None]):
     def compose(self) -> ComposeResult:
         yield LogView()
@@ -139,6 +191,12 @@ def main() -> int:
     print(
         f"write-to-screen latency ({lat['lines']} lines, one every {lat['interval_ms']:.0f} ms): "
         f"median {lat['median_ms']} ms, p90 {lat['p90_ms']} ms, max {lat['max_ms']} ms, min {lat['min_ms']} ms"
+    )
+    recipe = Path(__file__).resolve().parents[1] / "recipes" / "demo" / "mi355x-2p1d-dpa-tp8.yaml"
+    report["doomed"] = asyncio.run(doomed_banner(recipe))
+    print(
+        f"doomed 2P1D twin: first bind error on disk -> banner doomed {report['doomed']['doomed_ms']} ms, "
+        f"-> deterministic {report['doomed']['deterministic_ms']} ms"
     )
     report["absorb"] = []
     for batch in sorted({args.batch, 50, 5000}):
