@@ -54,6 +54,9 @@ FLUSH_S = 0.05
 """At most one refresh for arriving lines per this interval."""
 JUMP_BUDGET_PAGES = 64
 """Pages read back at most to reach a line (a finding) not in memory."""
+LONG_LINE_SCAN = 64 << 20
+"""How far back the start of one very long line is looked for when paging."""
+SCAN_STEP = 1 << 20
 
 _SEVERITY_RANK = {"fatal": 3, "error": 2, "warning": 1}
 
@@ -105,6 +108,10 @@ def _decode(raw: bytes) -> str:
     if raw.endswith(b"\r"):
         raw = raw[:-1]
     return raw.decode("utf-8", errors="replace")
+
+
+class LineTooLong(Exception):
+    """Paging back stopped at a line longer than LONG_LINE_SCAN."""
 
 
 @dataclass
@@ -307,18 +314,23 @@ class LogLines(ScrollView, can_focus=True):
             self._update_size()
             self._schedule_flush()
 
-    def prepend_lines(self, buf: FileBuffer, raw: list[bytes], start_offset: int) -> int:
+    def prepend_lines(
+        self, buf: FileBuffer, raw: list[bytes], start_offset: int, *, sizes: list[int] | None = None
+    ) -> int:
         """Older lines (those just before ``buf``'s first) read from ``start_offset``; returns how many."""
         if not raw:
             buf.start_offset = start_offset
             return 0
+        if sizes is None:
+            sizes = [len(r) + 1 for r in raw]
         if len(raw) >= buf.first_line_no:  # never number a line below 1
-            raw = raw[len(raw) - (buf.first_line_no - 1) :]
+            keep = buf.first_line_no - 1
+            raw, sizes = raw[len(raw) - keep :] if keep else [], sizes[len(sizes) - keep :] if keep else []
         anchor = self.top_line_no() if buf.file == self.current else None
         shown = [display_line(_decode(r)) for r in raw]
         count = len(shown)
         buf.lines[:0] = shown
-        buf.sizes[:0] = [len(r) + 1 for r in raw]
+        buf.sizes[:0] = sizes
         buf.first_line_no -= count
         buf.start_offset = start_offset
         if shown:
@@ -753,6 +765,7 @@ class LogView(Vertical):
         self._show_status()
 
     async def _page_older(self, buf: FileBuffer) -> int:
+        """Read the page of bytes before the held lines and prepend its complete lines."""
         if self._read is None or buf.at_start or buf.start_offset is None or buf.start_offset < 0:
             return 0
         end = buf.start_offset
@@ -760,16 +773,39 @@ class LogView(Vertical):
         data = await self._read(buf.file, start, end - start)
         if data and not data.endswith(b"\n"):
             # Our idea of where the held lines start is off (a rewritten line): re-align on the last newline.
-            end = start + data.rfind(b"\n") + 1
-            data = data[: end - start]
+            cut = data.rfind(b"\n")
+            end = start + cut + 1
+            data = data[: cut + 1]
         raw = split_lines(data)
-        if start > 0 and raw:
-            if len(raw) == 1 and len(data) >= PAGE_BYTES:
-                # One line longer than a page: show its end (capped) as one line.
-                return self.body.prepend_lines(buf, raw, start)
+        if start > 0:
+            if len(raw) <= 1:
+                return await self._page_long_line(buf, start, end)
             start += len(raw[0]) + 1
             raw = raw[1:]
         return self.body.prepend_lines(buf, raw, start)
+
+    async def _page_long_line(self, buf: FileBuffer, before: int, end: int) -> int:
+        """The line ending at ``end`` starts before ``before``: find its start, show its head (capped)."""
+        assert self._read is not None
+        pos = before
+        line_start: int | None = None
+        while pos > 0 and before - pos < LONG_LINE_SCAN:
+            chunk_start = max(0, pos - SCAN_STEP)
+            chunk = await self._read(buf.file, chunk_start, pos - chunk_start)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                line_start = chunk_start + newline + 1
+                break
+            pos = chunk_start
+        if line_start is None and pos == 0:
+            line_start = 0
+        if line_start is None:
+            raise LineTooLong(f"a line longer than {LONG_LINE_SCAN >> 20} MiB: older lines cannot be paged in")
+        length = max(0, end - 1 - line_start)
+        head = await self._read(buf.file, line_start, min(length, MAX_CHARS * 4))
+        shown = MAX_CHARS - 40
+        text = f"{display_line(_decode(head))[:shown]}… [+{length - shown} bytes]"
+        return self.body.prepend_lines(buf, [text.encode()], line_start, sizes=[length + 1])
 
     @work(group="log-older", exclusive=True, exit_on_error=False)
     async def load_older(self) -> None:

@@ -304,3 +304,33 @@ async def test_live_lines_are_coalesced_and_memory_is_bounded(engine: Engine, tm
         await pilot.press("t")
         await wait_for(pilot, lambda: not buf.detached and buf.last_line_no == 40000)
         assert view.body.follow
+
+
+async def test_paging_back_over_a_10_mb_line(engine: Engine, tmp_path: Path) -> None:
+    out = tmp_path / "outputs" / "8001"
+    logs = out / "logs"
+    logs.mkdir(parents=True)
+    with open(logs / "sweep_8001.log", "wb") as handle:
+        handle.write(b"first line\n" + b"[bold]" + b"B" * 10_000_000 + b"\x1b[2J\n")
+        handle.write(b"".join(b"tail %d\n" % i for i in range(3, 103)))
+    attempt = finished_attempt(engine, out, "8001", JobState.COMPLETED)
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        await open_attempt(app, attempt.id)
+        view = log_view(app)
+        await wait_for(pilot, lambda: view.current is not None and view.body.row_count > 0)
+        buf = view.body.buffers[view.current or ""]
+        await wait_for(pilot, lambda: not buf.loading and buf.last_line_no == 102)
+        assert buf.first_line_no == 3 and buf.lines[0] == "tail 3"  # the long line is not in the tail read
+        await pilot.press("o")
+        await wait_for(pilot, lambda: buf.first_line_no == 2)
+        long_line = buf.lines[0]
+        assert long_line.startswith("[bold]BBBB") and long_line.endswith("bytes]") and len(long_line) <= MAX_CHARS
+        await pilot.press("o")
+        await wait_for(pilot, lambda: buf.first_line_no == 1)
+        assert buf.lines[0] == "first line" and buf.at_start
+        started = time.monotonic()
+        await pilot.press("F")
+        await wait_for(pilot, lambda: view.body.findings_only, timeout=2)
+        assert time.monotonic() - started < 2
