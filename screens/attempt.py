@@ -86,9 +86,11 @@ class AttemptScreen(Screen[None]):
         self.log_view.body.focus()
         self.open_attempt()
 
-    @work(group="attempt-open", exit_on_error=False)
+    @work(group="attempt-open", exclusive=True, exit_on_error=False)
     async def open_attempt(self) -> None:
         """Follow the attempt (if nobody does yet) and show what the monitor already knows."""
+        if not self.attempt.output_dir:
+            return  # not submitted yet: followed once its output dir is known (AttemptUpdated)
         try:
             self.view = await self.monitor.follow(self.attempt)
         except Exception as exc:
@@ -176,6 +178,8 @@ class AttemptScreen(Screen[None]):
         self.attempt = message.attempt
         self._show_head()
         self._show_banner()
+        if self.view is None and self.attempt.output_dir and not self._following.is_set():
+            self.open_attempt()
 
     @on(LogLinesArrived)
     def _lines_arrived(self, message: LogLinesArrived) -> None:

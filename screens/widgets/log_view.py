@@ -177,6 +177,13 @@ class LogLines(ScrollView, can_focus=True):
     class AtTop(Message):
         """The operator scrolled to the first held row while older content exists."""
 
+    class Restarted(Message):
+        """Live lines do not continue what is held (the file was rewritten, or lines were missed)."""
+
+        def __init__(self, file: str) -> None:
+            super().__init__()
+            self.file = file
+
     class Flushed(Message):
         """New rows were shown (one per flush, however many lines arrived)."""
 
@@ -225,7 +232,13 @@ class LogLines(ScrollView, can_focus=True):
         if buf.detached:
             buf.dropped_live += len(lines)
             return
-        self._extend(buf, first_line_no, lines, None)
+        held = buf.index_of(first_line_no)
+        if held is not None and buf.lines[held] != display_line(lines[0]):
+            # The file started over (truncated or replaced): read its tail again.
+            self.post_message(self.Restarted(file))
+            return
+        if not self._extend(buf, first_line_no, lines, None):
+            self.post_message(self.Restarted(file))  # lines were missed
 
     def _extend(self, buf: FileBuffer, first_line_no: int, lines: list[str], sizes: list[int] | None) -> bool:
         """Add lines after the buffer's last; False when they do not continue it (a gap)."""
@@ -704,6 +717,13 @@ class LogView(Vertical):
     @on(LogLines.FollowChanged)
     def _refresh_status(self) -> None:
         self._show_status()
+
+    @on(LogLines.Restarted)
+    def _restarted(self, message: LogLines.Restarted) -> None:
+        buf = self.body.buffer(message.file)
+        if not buf.loading:
+            self.notice = f"{file_label(message.file)} started over: reading its end again"
+            self.load_tail(message.file)
 
     @on(LogLines.AtTop)
     def _at_top(self) -> None:

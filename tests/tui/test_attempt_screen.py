@@ -334,3 +334,22 @@ async def test_paging_back_over_a_10_mb_line(engine: Engine, tmp_path: Path) -> 
         await pilot.press("F")
         await wait_for(pilot, lambda: view.body.findings_only, timeout=2)
         assert time.monotonic() - started < 2
+
+
+async def test_a_file_that_starts_over_is_read_again(engine: Engine, tmp_path: Path) -> None:
+    out = tmp_path / "outputs" / "8101"
+    logs = out / "logs"
+    logs.mkdir(parents=True)
+    log = logs / "sweep_8101.log"
+    log.write_text("".join(f"before {i}\n" for i in range(1, 51)))
+    attempt = finished_attempt(engine, out, "8101", JobState.COMPLETED)
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        await open_attempt(app, attempt.id)
+        view = log_view(app)
+        await wait_for(pilot, lambda: view.current is not None and view.body.row_count == 50)
+        log.write_text("".join(f"after {i}\n" for i in range(1, 6)))  # truncated and rewritten
+        buf = view.body.buffers[view.current or ""]
+        await wait_for(pilot, lambda: buf.lines == [f"after {i}" for i in range(1, 6)], timeout=20)
+        assert buf.first_line_no == 1 and view.body.row_count == 5
