@@ -54,6 +54,10 @@ FLUSH_S = 0.05
 """At most one refresh for arriving lines per this interval."""
 JUMP_BUDGET_PAGES = 64
 """Pages read back at most to reach a line (a finding) not in memory."""
+HEAD_SCAN_BYTES = 16 << 20
+"""How much of a file's start is read at most to reach a line far above the held ones."""
+WINDOW_CONTEXT = 200
+"""Lines shown above a line reached from the start of the file."""
 LONG_LINE_SCAN = 64 << 20
 """How far back the start of one very long line is looked for when paging."""
 SCAN_STEP = 1 << 20
@@ -176,6 +180,9 @@ class LogLines(ScrollView, can_focus=True):
 
     class AtTop(Message):
         """The operator scrolled to the first held row while older content exists."""
+
+    class AtBottom(Message):
+        """The operator scrolled to the last held row while newer content exists."""
 
     class Restarted(Message):
         """Live lines do not continue what is held (the file was rewritten, or lines were missed)."""
@@ -532,8 +539,15 @@ class LogLines(ScrollView, can_focus=True):
         if self._programmatic_scroll:
             return
         if new_value >= self.max_scroll_y:
-            # At the end (where the operator scrolled, or where a view that shrank was clamped).
-            self.set_follow(True)
+            buf = self.current_buffer
+            if buf is not None and buf.detached:
+                # The end of what is held, not of the file: read the next page.
+                if new_value > old_value and not self.paging:
+                    self.paging = True
+                    self.post_message(self.AtBottom())
+            else:
+                # At the end (where the operator scrolled, or where a view that shrank was clamped).
+                self.set_follow(True)
         elif new_value < old_value:
             self.set_follow(False)
             buf = self.current_buffer
@@ -729,6 +743,10 @@ class LogView(Vertical):
     def _at_top(self) -> None:
         self.load_older()
 
+    @on(LogLines.AtBottom)
+    def _at_bottom(self) -> None:
+        self.load_newer()
+
     # ------------------------------------------------------------------ paging
 
     def load_tail(self, file: str) -> None:
@@ -827,6 +845,80 @@ class LogView(Vertical):
         text = f"{display_line(_decode(head))[:shown]}… [+{length - shown} bytes]"
         return self.body.prepend_lines(buf, [text.encode()], line_start, sizes=[length + 1])
 
+    async def _page_newer(self, buf: FileBuffer) -> int:
+        """Read the page after the held lines (of a window away from the tail) and append it;
+        reaching the live stream's position attaches the window to the tail again."""
+        if self._read is None or not buf.detached or buf.start_offset is None or buf.start_offset < 0:
+            return 0
+        end = buf.start_offset + sum(buf.sizes)
+        live = self._position(buf.file) if self._position else None
+        data = await self._read(buf.file, end, PAGE_BYTES)
+        raw = split_lines(data)
+        sizes = [len(r) + 1 for r in raw]
+        if not raw and len(data) >= PAGE_BYTES:  # a line longer than a page
+            length = await self._line_length(buf, end)
+            shown = MAX_CHARS - 40
+            raw = [f"{display_line(_decode(data[: MAX_CHARS * 4]))[:shown]}… [+{length - shown} bytes]".encode()]
+            sizes = [length + 1]
+        if raw:
+            self.body._extend(buf, buf.last_line_no + 1, [_decode(r) for r in raw], sizes)
+        new_end = end + sum(sizes)
+        if not data or (live is not None and new_end >= live[0]):
+            buf.detached = False
+            buf.dropped_live = 0
+        return len(raw)
+
+    async def _line_length(self, buf: FileBuffer, start: int) -> int:
+        """Bytes of the line starting at ``start`` (without its newline)."""
+        assert self._read is not None
+        pos = start
+        while pos - start < LONG_LINE_SCAN:
+            chunk = await self._read(buf.file, pos, SCAN_STEP)
+            newline = chunk.find(b"\n")
+            if newline >= 0:
+                return pos + newline - start
+            if len(chunk) < SCAN_STEP:
+                return pos + len(chunk) - start
+            pos += len(chunk)
+        raise LineTooLong(f"a line longer than {LONG_LINE_SCAN >> 20} MiB: newer lines cannot be paged in")
+
+    async def _load_from_start(self, buf: FileBuffer, line_no: int) -> bool:
+        """Hold a window of the file around ``line_no`` read from its start (numbered exactly)."""
+        assert self._read is not None
+        offset = 0
+        seen = 0  # lines before offset
+        while offset < HEAD_SCAN_BYTES:
+            data = await self._read(buf.file, offset, SCAN_STEP)
+            lines = split_lines(data)
+            if not lines:
+                return False  # end of file, or a line longer than a step
+            if seen + len(lines) >= line_no:
+                lo = max(0, line_no - seen - 1 - WINDOW_CONTEXT)
+                start = offset + sum(len(r) + 1 for r in lines[:lo])
+                self.body.load_lines(buf, seen + lo + 1, lines[lo : lo + self.body.max_lines], start)
+                buf.detached = True
+                return True
+            seen += len(lines)
+            offset += sum(len(r) + 1 for r in lines)
+        return False
+
+    @work(group="log-newer", exclusive=True, exit_on_error=False)
+    async def load_newer(self) -> None:
+        """Page newer content of a window away from the tail in (scrolling to its bottom)."""
+        buf = self.body.current_buffer
+        if buf is None or buf.loading:
+            self.body.paging = False
+            return
+        self.body.paging = True
+        try:
+            count = await self._page_newer(buf)
+            self.notice = f"{count} newer lines read" if count else ""
+        except Exception as exc:
+            self.notice = f"cannot read newer lines: {exc}"
+        finally:
+            self.body.paging = False
+        self._show_status()
+
     @work(group="log-older", exclusive=True, exit_on_error=False)
     async def load_older(self) -> None:
         """Page older content of the current file in (``o``, or scrolling to the top)."""
@@ -863,12 +955,9 @@ class LogView(Vertical):
                 await asyncio.sleep(0.02)
                 if not buf.loading and buf.loaded:
                     break
-        pages = 0
         try:
-            while buf.lines and line_no < buf.first_line_no and not buf.at_start and pages < JUMP_BUDGET_PAGES:
-                if await self._page_older(buf) == 0:
-                    break
-                pages += 1
+            if buf.lines and line_no < buf.first_line_no and not buf.at_start:
+                await self._reach_back(buf, line_no)
         except Exception as exc:
             self.notice = f"cannot read older lines: {exc}"
         self.body.flush_now()
@@ -878,6 +967,22 @@ class LogView(Vertical):
         if not self.body.scroll_to_line(line_no):
             self.notice = f"line {line_no} is not in memory"
         self._show_status()
+
+    async def _reach_back(self, buf: FileBuffer, line_no: int) -> None:
+        """Get ``line_no`` (above the held lines) into memory: page back when it is near,
+        read the file's start when that is nearer."""
+        average = sum(buf.sizes) / len(buf.sizes) if buf.sizes else 100.0
+        back = (buf.first_line_no - line_no) * average
+        ahead = line_no * average
+        if ahead < back and ahead < HEAD_SCAN_BYTES and await self._load_from_start(buf, line_no):
+            return
+        pages = 0
+        while line_no < buf.first_line_no and not buf.at_start and pages < JUMP_BUDGET_PAGES:
+            if await self._page_older(buf) == 0:
+                break
+            pages += 1
+        if line_no < buf.first_line_no and not buf.at_start:
+            await self._load_from_start(buf, line_no)
 
     # ------------------------------------------------------------------ keys
 
@@ -999,7 +1104,7 @@ class LogView(Vertical):
         if body.search:
             parts.append(f"search {body.search!r}: {len(body.match_line_numbers())} matches")
         if buf is not None and buf.detached:
-            parts.append(f"{buf.dropped_live} newer lines not shown (end: reload)")
+            parts.append("newer lines: scroll down, t: back to the tail")
         if self.notice:
             parts.append(self.notice)
         self.query_one("#log-status", Static).update(Text(" · ".join(parts), no_wrap=True, overflow="ellipsis"))

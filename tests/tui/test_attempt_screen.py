@@ -353,3 +353,37 @@ async def test_a_file_that_starts_over_is_read_again(engine: Engine, tmp_path: P
         buf = view.body.buffers[view.current or ""]
         await wait_for(pilot, lambda: buf.lines == [f"after {i}" for i in range(1, 6)], timeout=20)
         assert buf.first_line_no == 1 and view.body.row_count == 5
+
+
+async def test_a_finding_near_the_start_of_a_big_log(engine: Engine, tmp_path: Path) -> None:
+    """The agent triages a big log (candidates + tail); `n` still reaches a finding far above the tail."""
+    out = tmp_path / "outputs" / "8201"
+    logs = out / "logs"
+    logs.mkdir(parents=True)
+    filler = b"[2026-08-21 10:00:01 DP0 TP0] Decode batch. #running-req: 64, gen throughput (token/s): 2345.67 #%d\n"
+    with open(logs / "node1_decode_w0.out", "wb") as handle:
+        handle.write(b"".join(filler % i for i in range(1, 5)))
+        handle.write(b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total\n")
+        handle.write(b"".join(filler % i for i in range(6, 60_001)))
+    attempt = finished_attempt(engine, out, "8201", JobState.FAILED)
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        await open_attempt(app, attempt.id)
+        view = log_view(app)
+        await wait_for(pilot, lambda: view.current is not None and 5 in view.body.marks.get(view.current, {}))
+        buf = view.body.buffers[view.current or ""]
+        await wait_for(pilot, lambda: buf.loaded and not buf.loading and buf.last_line_no == 60_000)
+        assert buf.first_line_no > 50_000  # only the tail is held
+        await pilot.press("n")
+        await wait_for(pilot, lambda: view.body.cursor_line_no == 5 and view.body.row_of(5) is not None)
+        assert buf.lines[5 - buf.first_line_no].startswith("torch.OutOfMemoryError") and buf.detached
+        assert buf.first_line_no == 1 and len(buf.lines) <= view.body.max_lines
+        # Scrolling to the bottom of that window reads newer pages.
+        last = buf.last_line_no
+        view.body.focus()
+        await pilot.press("end")
+        await wait_for(pilot, lambda: buf.last_line_no > last)
+        assert buf.lines[-1].endswith(f"#{buf.last_line_no}")
+        await pilot.press("t")
+        await wait_for(pilot, lambda: not buf.detached and buf.last_line_no == 60_000 and view.body.follow)
