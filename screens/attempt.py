@@ -25,6 +25,9 @@ from screens.widgets.findings import DiagnosisBanner, FindingsPanel
 from screens.widgets.log_view import LogLines, LogView
 from screens.widgets.workers import WorkersPanel
 
+MAX_MARKS = 100_000
+"""Finding lines marked in the log view at most."""
+
 
 class AttemptScreen(Screen[None]):
     """Everything about one attempt, live."""
@@ -127,8 +130,13 @@ class AttemptScreen(Screen[None]):
         return self.view.triage.lines_seen(file) if self.view else 0
 
     def _add_findings(self, findings: list[Observation]) -> None:
+        """Mark finding lines in the log view (at most MAX_MARKS: a signature hit on every line
+        of a huge log must not grow memory without bound)."""
         new = []
-        for obs in findings:
+        room = MAX_MARKS - len(self._seen_findings)
+        if room <= 0:
+            return
+        for obs in findings[:room]:
             key = (obs.file, obs.line_no, obs.id)
             if key not in self._seen_findings:
                 self._seen_findings.add(key)

@@ -145,6 +145,18 @@ async def test_seed_logs_findings_and_jump(engine: Engine, tmp_path: Path) -> No
         await wait_for(
             pilot, lambda: (view.current, view.body.cursor_line_no) != (target.first.file, target.first.line_no)
         )
+        # Findings only: one row per marked line of the file shown.
+        view.body.focus()
+        await pilot.press("F")
+        marked = [
+            n
+            for n in view.body.marks[view.current or ""]
+            if view.body.buffers[view.current or ""].index_of(n) is not None
+        ]
+        assert view.body.row_count == len(marked) > 0
+        assert view.body.visible_line_numbers() == sorted(marked)
+        await pilot.press("F")
+        assert view.body.row_count == len(view.body.buffers[view.current or ""].lines)
         # Switch files with ] and digits.
         await pilot.press("1")
         await wait_for(pilot, lambda: view.current is not None and view.current.endswith("sweep_39443.log"))
