@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -15,10 +17,10 @@ from textual.widgets import DataTable, Static
 
 from console.diagnosis import Diagnosis, FindingGroup, Observation
 from console.signatures import Matcher, default_matcher
-from console.stages import WORKER_FILE_RE
+from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE
 
 VERDICT_CLASSES = {v: f"-{v}" for v in ("healthy", "degraded", "failed", "doomed")}
-FINDING_COLUMNS = ("sev", "signature", "worker", "count", "first at")
+FINDING_COLUMNS = ("sev", "count", "signature", "worker", "first at")
 _SEVERITY_ORDER = {"fatal": 0, "error": 1, "warning": 2}
 
 
@@ -102,7 +104,8 @@ def finding_rows(groups: Iterable[FindingGroup], root: str | None = None) -> lis
     merged: dict[tuple[str, str], tuple[int, Observation]] = {}
     for group in groups:
         first = group.first
-        who = first.worker or first.node or _short(first.file)
+        name = _short(first.file)
+        who = first.worker or first.node or ("sweep log" if SWEEP_LOG_RE.match(name) else name)
         key = (first.id, who)
         count, earliest = merged.get(key, (0, first))
         if (first.file, first.line_no) < (earliest.file, earliest.line_no) and first.file == earliest.file:
@@ -119,7 +122,11 @@ def finding_rows(groups: Iterable[FindingGroup], root: str | None = None) -> lis
 class FindingsPanel(Vertical):
     """Findings grouped by signature and worker, with counts and the catalog's hint."""
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"findings--fatal", "findings--error", "findings--warning"}
     DEFAULT_CSS = """
+    FindingsPanel > .findings--fatal { color: $error; text-style: bold; }
+    FindingsPanel > .findings--error { color: $error; }
+    FindingsPanel > .findings--warning { color: $warning; }
     FindingsPanel { height: 1fr; }
     FindingsPanel #findings-title { height: 1; padding: 0 1; text-style: bold; }
     FindingsPanel DataTable { height: 1fr; }
@@ -157,10 +164,10 @@ class FindingsPanel(Vertical):
         self._root = root
         for row in rows:
             cells: dict[str, object] = {
-                "sev": Text(row.severity, "bold" if row.severity == "fatal" else ""),
+                "sev": Text(row.severity, self._severity_style(row.severity)),
+                "count": Text(str(row.count), justify="right"),
                 "signature": Text(row.signature),
                 "worker": Text(row.worker),
-                "count": str(row.count),
                 "first at": Text(_where(row.first)),
             }
             old = self.rows.get(row.key)
@@ -181,6 +188,10 @@ class FindingsPanel(Vertical):
         )
         if rows:
             self._show_hint(table)
+
+    def _severity_style(self, severity: str) -> Style:
+        name = f"findings--{severity}"
+        return self.get_component_rich_style(name, partial=True) if name in self.COMPONENT_CLASSES else Style()
 
     def _show_hint(self, table: DataTable[object]) -> None:
         row = self.highlighted()

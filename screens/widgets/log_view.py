@@ -1,10 +1,14 @@
 """A fast view of one attempt's log files, one file at a time.
 
 :class:`LogLines` is a ``ScrollView`` on Textual's Line API: it holds at most ``max_lines``
-recent lines per file, renders only the rows on screen, and keeps rendered rows in an LRU cache
-of strips. Lines arrive in batches and are coalesced: whatever arrives within a flush interval
-is shown by one refresh. Older content is paged in on demand (``o``, or scrolling to the top)
-through a range reader, so a gigabyte log costs a few hundred kilobytes of memory.
+lines per file, renders only the rows on screen, and keeps rendered rows in an LRU cache of
+strips. Live lines arrive in batches and are coalesced: a lone line is shown at once, a burst
+by one refresh per ``FLUSH_S``. A file is first shown from its last ``TAIL_BYTES`` (read through
+a range reader at the follower's position, so line numbers are exact) and then continues with
+its live lines. Older content is paged in on demand (``o``, or scrolling to the top); a line far
+above the held ones (a finding in a big log) is reached by paging back or by reading the file's
+start, whichever is nearer; such a window away from the tail pages newer lines in when scrolled
+to its bottom and rejoins the live stream. So a gigabyte log costs a few megabytes of memory.
 
 Log text is untrusted: every line goes through :func:`console.sanitize.clean_line` and is drawn
 with ``rich.text.Text`` (never markup), so escape sequences are removed, ``[bold red]`` stays
@@ -61,6 +65,7 @@ WINDOW_CONTEXT = 200
 LONG_LINE_SCAN = 64 << 20
 """How far back the start of one very long line is looked for when paging."""
 SCAN_STEP = 1 << 20
+"""Bytes read at a time when scanning for a line's start or end."""
 
 _SEVERITY_RANK = {"fatal": 3, "error": 2, "warning": 1}
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -57,7 +59,11 @@ def worker_rows(snapshot: StageSnapshot) -> list[WorkerRow]:
 class WorkersPanel(Vertical):
     """The attempt's overall stage and readiness, and its workers."""
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"workers--failed", "workers--ready", "workers--starting"}
     DEFAULT_CSS = """
+    WorkersPanel > .workers--failed { color: $error; text-style: bold reverse; }
+    WorkersPanel > .workers--ready { color: $success; text-style: bold; }
+    WorkersPanel > .workers--starting { color: $warning; }
     WorkersPanel { height: 1fr; }
     WorkersPanel #workers-title { height: 1; padding: 0 1; text-style: bold; }
     WorkersPanel DataTable { height: 1fr; }
@@ -88,9 +94,9 @@ class WorkersPanel(Vertical):
         self.query_one("#workers-title", Static).update(title)
         table: DataTable[object] = self.query_one(DataTable)
         for row in worker_rows(snapshot):
-            stage = Text(row.stage.value, "bold reverse" if row.stage is WorkerStage.FAILED else "")
+            stage = Text(f" {row.stage.value} ", self._stage_style(row.stage))
             if row.stage is WorkerStage.FAILED and row.failure:
-                stage.append(f" {row.failure}", "")
+                stage.append(f" {row.failure}")
             cells: dict[str, object] = {
                 "worker": row.worker,
                 "nodes": Text(",".join(row.nodes)),
@@ -107,6 +113,15 @@ class WorkersPanel(Vertical):
                         table.update_cell(row.worker, column, value, update_width=True)
             else:
                 table.add_row(*cells.values(), key=row.worker)
+
+    def _stage_style(self, stage: WorkerStage) -> Style:
+        if stage is WorkerStage.FAILED:
+            name = "workers--failed"
+        elif stage in (WorkerStage.READY, WorkerStage.SERVER_UP):
+            name = "workers--ready"
+        else:
+            name = "workers--starting"
+        return self.get_component_rich_style(name, partial=True)
 
     def stages(self) -> dict[str, str]:
         """Worker -> stage as shown."""
