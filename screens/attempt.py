@@ -63,6 +63,7 @@ class AttemptScreen(Screen[None]):
         self.view: AttemptView | None = None
         self.diagnosis: Diagnosis | None = None
         self._following = asyncio.Event()
+        self._opening = False
         self._seen_findings: set[tuple[str, int, str]] = set()
 
     # ------------------------------------------------------------------ layout
@@ -89,11 +90,12 @@ class AttemptScreen(Screen[None]):
         self.log_view.body.focus()
         self.open_attempt()
 
-    @work(group="attempt-open", exclusive=True, exit_on_error=False)
+    @work(group="attempt-open", exit_on_error=False)
     async def open_attempt(self) -> None:
         """Follow the attempt (if nobody does yet) and show what the monitor already knows."""
-        if not self.attempt.output_dir:
+        if not self.attempt.output_dir or self._opening:
             return  # not submitted yet: followed once its output dir is known (AttemptUpdated)
+        self._opening = True
         try:
             self.view = await self.monitor.follow(self.attempt)
         except Exception as exc:
@@ -186,7 +188,7 @@ class AttemptScreen(Screen[None]):
         self.attempt = message.attempt
         self._show_head()
         self._show_banner()
-        if self.view is None and self.attempt.output_dir and not self._following.is_set():
+        if self.view is None and self.attempt.output_dir and not self._opening:
             self.open_attempt()
 
     @on(LogLinesArrived)

@@ -16,6 +16,7 @@ from console.store import AttemptRow
 from screens.app import SrtConsole, make_app
 from screens.attempt import AttemptScreen
 from screens.dialogs import ConfirmDialog
+from screens.messages import AttemptUpdated
 from screens.sweeps import SweepsScreen
 from screens.widgets.findings import DiagnosisBanner, FindingsPanel
 from screens.widgets.log_view import MAX_CHARS, LogView
@@ -399,3 +400,25 @@ async def test_a_finding_near_the_start_of_a_big_log(engine: Engine, tmp_path: P
         assert buf.lines[-1].endswith(f"#{buf.last_line_no}")
         await pilot.press("t")
         await wait_for(pilot, lambda: not buf.detached and buf.last_line_no == 60_000 and view.body.follow)
+
+
+async def test_an_attempt_opened_before_submission_is_followed_once_submitted(engine: Engine, tmp_path: Path) -> None:
+    store = engine.store
+    sweep = store.add_sweep("fixture", "local", ["fixture.yaml"])
+    arm = store.add_arm(sweep, "arm", "fixture.yaml", None, None, "name: x\n", {"node_demand": 1})
+    attempt = store.add_attempt(arm, "local", "demo", "name: x\n", [1])
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        screen = await open_attempt(app, attempt.id)
+        await pilot.pause()
+        assert screen.view is None and "SUBMITTING" in str(screen.query_one("#attempt-head").render())
+        out = tmp_path / "outputs" / "8301"
+        (out / "logs").mkdir(parents=True)
+        (out / "logs" / "sweep_8301.log").write_text("submitted and running\n")
+        store.mark_submitted(attempt.id, "8301", str(out), None)
+        screen.post_message(AttemptUpdated(store.attempt(attempt.id)))
+        view = log_view(app)
+        await wait_for(pilot, lambda: view.body.row_count == 1, timeout=20)
+        assert "submitted and running" in "\n".join(view.body.rendered_text())
+        assert "PENDING" in str(screen.query_one("#attempt-head").render())
