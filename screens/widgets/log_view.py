@@ -52,6 +52,8 @@ MAX_CHARS = 2000
 """A line is cut to this many characters for display (with a ``… [+N chars]`` marker)."""
 TAIL_BYTES = 64 * 1024
 """How much of a file's end is read when it is first shown."""
+WHOLE_BYTES = 4 << 20
+"""A file whose stream position is unknown is read whole when it is smaller than this."""
 PAGE_BYTES = 64 * 1024
 """How much older content one page-back reads."""
 FLUSH_S = 0.05
@@ -780,15 +782,22 @@ class LogView(Vertical):
                     raw = raw[1:]
                 first_no = last_no - len(raw) + 1
             else:
-                data = await self._read(file, -TAIL_BYTES, TAIL_BYTES)
-                whole = len(data) < TAIL_BYTES
-                raw = split_lines(data)
-                start = 0 if whole else -1
-                if not whole and raw:
-                    raw = raw[1:]
-                seen = self._lines_seen(file) if self._lines_seen else 0
-                last_no = len(raw) if whole else max(seen, len(raw))
-                first_no = last_no - len(raw) + 1
+                # The stream's position is unknown (the file is not followed any more): a file of
+                # up to WHOLE_BYTES is read whole (exact numbers and offsets), a bigger one's end
+                # is numbered by the lines triage counted, and cannot be paged back.
+                data = await self._read(file, 0, WHOLE_BYTES)
+                if len(data) < WHOLE_BYTES:
+                    raw = split_lines(data)
+                    keep = raw[-self.body.max_lines :]
+                    start = sum(len(r) + 1 for r in raw[: len(raw) - len(keep)])
+                    first_no = len(raw) - len(keep) + 1
+                    raw = keep
+                else:
+                    data = await self._read(file, -TAIL_BYTES, TAIL_BYTES)
+                    raw = split_lines(data)[1:]
+                    start = -1
+                    seen = self._lines_seen(file) if self._lines_seen else 0
+                    first_no = max(seen, len(raw)) - len(raw) + 1
             self.body.load_lines(buf, max(1, first_no), raw, start if start >= 0 else -1)
             if start < 0:
                 buf.start_offset = None
@@ -935,6 +944,8 @@ class LogView(Vertical):
         try:
             if buf.at_start:
                 self.notice = "start of file"
+            elif buf.start_offset is None:
+                self.notice = "older lines of this file cannot be paged in (its position is unknown)"
             else:
                 count = await self._page_older(buf)
                 self.notice = f"{count} older lines read" if count else "start of file"
@@ -1098,7 +1109,7 @@ class LogView(Vertical):
                 parts.append(f"lines {buf.first_line_no}–{buf.last_line_no}")
             else:
                 parts.append("empty")
-            if not buf.at_start and buf.lines:
+            if not buf.at_start and buf.lines and buf.start_offset is not None:
                 parts.append("older: o")
         parts.append("following" if body.follow else "paused (end: follow)")
         if body.filter_text or body.findings_only:

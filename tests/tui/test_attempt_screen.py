@@ -422,3 +422,26 @@ async def test_an_attempt_opened_before_submission_is_followed_once_submitted(en
         await wait_for(pilot, lambda: view.body.row_count == 1, timeout=20)
         assert "submitted and running" in "\n".join(view.body.rendered_text())
         assert "PENDING" in str(screen.query_one("#attempt-head").render())
+
+
+async def test_a_file_no_longer_followed_is_read_whole(engine: Engine, tmp_path: Path) -> None:
+    out = tmp_path / "outputs" / "39443"
+    shutil.copytree(SEED_LOGS, out)
+    attempt = finished_attempt(engine, out)
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        assert app.monitor is not None
+        screen = await open_attempt(app, attempt.id)
+        view = log_view(app)
+        await wait_for(pilot, lambda: len(view.files) == 4 and not (view.current or "").endswith("sweep_39443.log"))
+        app.monitor.settle_s = 0  # the monitor stops following the ended attempt at its next sync
+        monitor = app.monitor
+        await wait_for(pilot, lambda: str(out) not in monitor._dirs, timeout=10)
+        await pilot.press("1")
+        sweep_log = out / "logs" / "sweep_39443.log"
+        buf = view.body.buffers[view.current or ""]
+        await wait_for(pilot, lambda: buf.loaded and not buf.loading)
+        lines = sweep_log.read_text().splitlines()
+        assert buf.first_line_no == 1 and buf.lines == lines and buf.start_offset == 0
+        assert screen._position(view.current or "") is None  # read whole: the stream's position is gone
