@@ -190,3 +190,49 @@ def test_results_rows_merge_attempts() -> None:
     state.points[2][8] = PointResult(8, "done", output_tok_s=2.0)
     state.running[2] = None
     assert [(p.concurrency, p.status, p.attempt) for p in state.merged()] == [(4, "done", "a1.1"), (8, "done", "a1.2")]
+
+
+def _stored_sweep(tmp_path: Path) -> tuple[Engine, int]:
+    """A finished two-arm sweep whose result files are on disk: no job runs, nothing varies."""
+    from console.scheduler import JobState, JobStatus
+
+    data = tmp_path / "data"
+    engine = Engine(Store(data / "console.sqlite3"), {"local": local_profile(data)}, data)
+    store = engine.store
+    sweep = store.add_sweep("snapshot", "local", ["x.yaml"])
+    arms = (("arm-1p1d", 16, (4, 8, 16, 32), 900.0), ("arm-2p1d", 24, (64, 128, 256), 2400.0))
+    for index, (name, gpus, grid, base) in enumerate(arms):
+        arm_id = store.add_arm(sweep, name, "x.yaml", None, None, "{}", {"concurrencies": list(grid),
+                                                                          "total_gpus": gpus})  # fmt: skip
+        attempt = store.add_attempt(arm_id, "local", "demo", "{}", list(grid))
+        job = tmp_path / f"job{index}"
+        sub = job / "logs" / "sa-bench_isl_1024_osl_256"
+        sub.mkdir(parents=True)
+        for i, conc in enumerate(grid[:-1]):  # the last point never arrived
+            out = base * (i + 1)
+            doc = {
+                "num_prompts": conc * 10, "max_concurrency": conc, "duration": 60.0, "completed": conc * 10,
+                "total_input_tokens": conc * 10240, "total_output_tokens": conc * 2560, "output_throughput": out,
+                "total_token_throughput": out * 5, "mean_ttft_ms": 100.0 + conc, "median_ttft_ms": 90.0 + conc,
+                "p99_ttft_ms": 300.0 + conc, "mean_tpot_ms": 10.0 + i * 4, "median_tpot_ms": 10.0 + i * 4,
+                "p99_tpot_ms": 20.0 + i, "mean_itl_ms": 9.0 + i, "median_itl_ms": 9.0 + i, "p99_itl_ms": 30.0,
+                "mean_e2el_ms": 5000.0, "median_e2el_ms": 4900.0, "p99_e2el_ms": 9000.0,
+            }  # fmt: skip
+            (sub / f"results_concurrency_{conc}_gpus_{gpus}.json").write_text(json.dumps(doc))
+        store.mark_submitted(attempt.id, str(100 + index), str(job), None)
+        store.record_status(attempt.id, JobStatus(str(100 + index), JobState.FAILED, source="sacct"))
+    return engine, sweep
+
+
+def test_results_screen_snapshot(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    engine, sweep = _stored_sweep(tmp_path)
+    app = make_app([DEMO], engine=engine)
+
+    async def open_results(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.app.push_screen(ResultsScreen(engine, sweep))
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.loaded)
+        await wait_for(pilot, lambda: str(screen.table(1).get_cell("16", "status")) == "done")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(160, 36), run_before=open_results)
