@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import yaml
 
 from console.cli import main
 from console.clusters import local_profile
@@ -184,3 +185,24 @@ def test_results_bad_targets(data_dir: Path, capsys: pytest.CaptureFixture[str])
     assert "not an id" in capsys.readouterr().err
     assert main(["results", "a9"]) == 1
     assert "no arm a9" in capsys.readouterr().err
+
+
+def test_rerun_missing_points_from_a_fixed_config(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["launch", str(DEMO / "crash-at-concurrency.yaml"), "--yes", "--wait", "--json"]) == 1
+    capsys.readouterr()
+    store = Store(data_dir / "console.sqlite3")
+    config = yaml.safe_load(store.attempts()[0].config_yaml)
+    config["demo"]["faults"] = []  # the fix the operator pinned
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(yaml.safe_dump(config))
+    assert main(["rerun", "a1", "--missing", "--from", str(fixed), "--yes", "--wait", "--json"]) == 0
+    (attempt,) = json.loads(capsys.readouterr().out)["attempts"]
+    assert (attempt["state"], attempt["concurrencies"]) == ("COMPLETED", [64, 128, 256])
+    assert main(["results", "a1", "--json"]) == 0
+    points = json.loads(capsys.readouterr().out)["points"]
+    assert [(p["concurrency"], p["status"], p["attempt"]) for p in points] == [
+        (8, "done", "a1.1"), (16, "done", "a1.1"), (32, "done", "a1.1"),
+        (64, "done", "a1.2"), (128, "done", "a1.2"), (256, "done", "a1.2"),
+    ]  # fmt: skip
