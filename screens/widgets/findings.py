@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 
 from console.diagnosis import Diagnosis, FindingGroup, Observation
 from console.signatures import Matcher, default_matcher
-from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE
+from console.stages import SWEEP_LOG_RE
 
 VERDICT_CLASSES = {v: f"-{v}" for v in ("healthy", "degraded", "failed", "doomed")}
 FINDING_COLUMNS = ("sev", "count", "signature", "worker", "first at")
@@ -79,11 +79,8 @@ def _short(file: str) -> str:
 
 
 def _where(obs: Observation) -> str:
-    """``line 29`` in the worker's own log, else ``<file>:<line>``."""
-    name = _short(obs.file)
-    if obs.worker and WORKER_FILE_RE.match(name):
-        return f"line {obs.line_no}"
-    return f"{name}:{obs.line_no}"
+    """``<file>:<line>`` of the first occurrence."""
+    return f"{_short(obs.file)}:{obs.line_no}"
 
 
 @dataclass(frozen=True)
@@ -201,7 +198,8 @@ class FindingsPanel(Vertical):
             hint = self.matcher.signature(row.signature).hint
         except KeyError:
             hint = ""
-        text = Text(f"{row.title}: ", "bold")
+        text = Text(f"{row.title}", "bold")
+        text.append(f" (first at {_where(row.first)}): ", "italic")
         text.append(hint)
         self.query_one("#finding-hint", Static).update(text)
 
