@@ -96,6 +96,7 @@ class Monitor:
         self._followers: dict[str, Follower] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._dirs: dict[str, int] = {}  # followed output dir -> attempt id
+        self._pinned: set[int] = set()  # attempts someone is looking at: followed even when long ended
         self._listeners: list[Callable[[MonitorEvent], None]] = []
         self._unsubscribe = engine.subscribe(self._on_engine)
 
@@ -116,24 +117,25 @@ class Monitor:
             if not attempt.output_dir:
                 continue
             ended_long_ago = attempt.ended_at is not None and now - attempt.ended_at > self.settle_s
-            if attempt.id in self.views:
-                self.views[attempt.id].attempt = attempt
-                if ended_long_ago and attempt.output_dir in self._dirs:
+            if ended_long_ago and attempt.id not in self._pinned:
+                if attempt.output_dir in self._dirs:
+                    self.views[attempt.id].attempt = attempt
                     await self._unwatch(attempt)
-            elif not ended_long_ago:
+            else:
                 await self.follow(attempt)
 
     async def follow(self, attempt: AttemptRow) -> AttemptView:
         """Start following one attempt (also an ended one: its logs are read to the end)."""
         view = self.views.get(attempt.id)
-        if view is not None:
-            return view
-        arm = self.store.arm(attempt.arm_id)
-        total = arm.summary.get("total_gpus") if arm else None
-        view = AttemptView(attempt, gpus=total if isinstance(total, int) else None)
-        view.replay_until = self.store.get_offsets(attempt.id)
-        self.views[attempt.id] = view
-        if attempt.output_dir:
+        if view is None:
+            arm = self.store.arm(attempt.arm_id)
+            total = arm.summary.get("total_gpus") if arm else None
+            view = AttemptView(attempt, gpus=total if isinstance(total, int) else None)
+            view.replay_until = self.store.get_offsets(attempt.id)
+            self.views[attempt.id] = view
+        view.attempt = attempt
+        # An attempt first seen before it had an output dir is watched once it has one.
+        if attempt.output_dir and attempt.output_dir not in self._dirs:
             follower = await self._follower(attempt.cluster)
             self._dirs[attempt.output_dir] = attempt.id
             await follower.watch(attempt.output_dir, results=attempt.results_dir)
@@ -229,6 +231,21 @@ class Monitor:
             return
         view.diagnosis = diagnosis
         self._emit(Triaged(view.attempt.id, diagnosis, view.triage.snapshot(view.attempt.state), new))
+
+    def pin(self, attempt_id: int) -> None:
+        """Keep following an attempt however long ago it ended (while a screen shows it)."""
+        self._pinned.add(attempt_id)
+
+    def unpin(self, attempt_id: int) -> None:
+        self._pinned.discard(attempt_id)
+
+    def position(self, attempt_id: int, file: str) -> tuple[int, int | None] | None:
+        """Where the stream of an attempt's file stands: (byte offset, lines before it)."""
+        view = self.views.get(attempt_id)
+        follower = self._followers.get(view.attempt.cluster) if view else None
+        if view is None or follower is None or not view.attempt.output_dir:
+            return None
+        return follower.positions(view.attempt.output_dir).get(file)
 
     async def read_range(self, attempt_id: int, file: str, offset: int, length: int) -> bytes:
         """Older bytes of a followed file, for paging a log view back."""

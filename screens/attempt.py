@@ -82,7 +82,11 @@ class AttemptScreen(Screen[None]):
     def log_view(self) -> LogView:
         return self.query_one(LogView)
 
+    def on_unmount(self) -> None:
+        self.monitor.unpin(self.attempt_id)
+
     def on_mount(self) -> None:
+        self.monitor.pin(self.attempt_id)
         self.sub_title = f"attempt {attempt_ref(self.attempt.arm_id, self.attempt.number)}"
         self._show_head()
         self.query_one(DiagnosisBanner).show(None, cancellable=False)
@@ -121,12 +125,7 @@ class AttemptScreen(Screen[None]):
 
     def _position(self, file: str) -> tuple[int, int | None] | None:
         """Where the monitor's stream of ``file`` stands: (byte offset, lines before it)."""
-        followers = getattr(self.monitor, "_followers", {})
-        follower = followers.get(self.attempt.cluster)
-        if follower is None or not self.attempt.output_dir:
-            return None
-        position: tuple[int, int | None] | None = follower.positions(self.attempt.output_dir).get(file)
-        return position
+        return self.monitor.position(self.attempt_id, file)
 
     def _lines_seen(self, file: str) -> int:
         return self.view.triage.lines_seen(file) if self.view else 0

@@ -435,8 +435,11 @@ async def test_a_file_no_longer_followed_is_read_whole(engine: Engine, tmp_path:
         screen = await open_attempt(app, attempt.id)
         view = log_view(app)
         await wait_for(pilot, lambda: len(view.files) == 4 and not (view.current or "").endswith("sweep_39443.log"))
-        app.monitor.settle_s = 0  # the monitor stops following the ended attempt at its next sync
+        app.monitor.settle_s = 0  # the attempt ended "long ago"
         monitor = app.monitor
+        await monitor.sync()
+        assert str(out) in monitor._dirs  # pinned: followed while its screen is open
+        monitor.unpin(attempt.id)  # as if nobody looked: the next sync stops following it
         await wait_for(pilot, lambda: str(out) not in monitor._dirs, timeout=10)
         await pilot.press("1")
         sweep_log = out / "logs" / "sweep_39443.log"
