@@ -240,6 +240,8 @@ class Fault:
         # zmq-bind: as on hardware (job 39443) the worker stays up but never registers, so the
         # job keeps its nodes until the health check gives up; `exit: true` shuts it down at once.
         self.exit = bool(raw.get("exit", False))
+        # A transient fault: only the first attempt of the arm meets it (a rerun gets past it).
+        self.once = bool(raw.get("once", False))
 
     def hits(self, mode: str, index: int) -> bool:
         if self.role and self.role != mode:
@@ -371,6 +373,11 @@ class Plan:
 
     def faults_of(self, kind: str) -> "list[Fault]":
         return [f for f in self.faults if f.type == kind]
+
+    def for_attempt(self, attempt: int) -> "Plan":
+        """This plan as attempt ``attempt`` meets it: `once` faults only hit the first."""
+        self.faults = [f for f in self.faults if not (f.once and attempt > 1)]
+        return self
 
 
 class Segment:
@@ -1035,7 +1042,7 @@ class NodeTask:
     """One task per worker node: runs every worker segment placed on it, one thread each."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        self.plan = load_plan(args.plan)
+        self.plan = load_plan(args.plan).for_attempt(args.attempt)
         self.job_dir = args.job_dir
         self.logs = os.path.join(self.job_dir, "logs")
         self.job_id = args.job_id
@@ -1086,7 +1093,7 @@ class Interrupted(Exception):
 class Orchestrator:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.plan = load_plan(args.plan)
+        self.plan = load_plan(args.plan).for_attempt(args.attempt)
         self.registered = set()  # type: set[str]
         self.job_id = str(args.job_id or os.environ.get("SLURM_JOB_ID") or "0")
         template = args.job_dir or args.job_dir_template or os.path.join(os.getcwd(), "outputs", "%j")

@@ -203,7 +203,7 @@ class Engine(Spec):
 FAULT = Fields(
     {
         "type": Str(*DEMO_FAULTS), "role": Str("prefill", "decode", "agg"), "concurrency": Int(1),
-        "rank": Int(), "worker": Int(), "message": Str(), "exit": Bool(),
+        "rank": Int(), "worker": Int(), "message": Str(), "exit": Bool(), "once": Bool(),
     },
     required=("type",),
 )  # fmt: skip
