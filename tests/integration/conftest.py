@@ -9,10 +9,12 @@ where that is an error.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
 import subprocess
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,13 @@ from typing import Any
 import asyncssh
 import pytest
 
-CLUSTER_DIR = Path(__file__).resolve().parents[1] / "cluster"
+from console.clusters import load_profiles
+from console.config import load_config
+from console.engine import Engine
+from console.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER_DIR = ROOT / "tests" / "cluster"
 DEFAULT_BASE = Path("/var/lib/srt-console-cluster")
 
 INSTALL_TIMEOUT_S = 900
@@ -170,3 +178,70 @@ async def cluster_ssh(slurm_cluster: ClusterInfo) -> AsyncIterator[asyncssh.SSHC
     finally:
         conn.close()
         await conn.wait_closed()
+
+
+# --- launching on the cluster -------------------------------------------------------
+
+
+def _chown_tree(path: Path, user: str) -> None:
+    shutil.chown(path, user, user)
+    for p in path.rglob("*"):
+        shutil.chown(p, user, user)
+
+
+@pytest.fixture
+def site(slurm_cluster: ClusterInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A config and a data dir for launching on the test cluster: profiles `testcluster` (demo
+    launcher, the default), `testsrtctl` (the srtctl stand-in in a checkout of its own) and
+    `badkey` (a known_hosts without the cluster's key)."""
+    run_root = Path(slurm_cluster.workdir) / f"it-{uuid.uuid4().hex[:8]}"
+    checkout = run_root / "srt-slurm"
+    lib = checkout / "lib"
+    lib.mkdir(parents=True)
+    shutil.copytree(ROOT / "console", lib / "console", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "tests" / "fakes" / "srtctl_standin.py", lib / "srtctl_standin.py")
+    (checkout / "srtctl").write_text(
+        "#!/usr/bin/python3\nimport os, sys\n"
+        "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'lib'))\n"
+        "from srtctl_standin import main\nsys.exit(main())\n"
+    )
+    (checkout / "srtctl").chmod(0o755)
+    (checkout / "srtslurm.yaml").write_text(
+        f"output_dir: {checkout / 'outputs'}\nresults_dir: {checkout / 'results'}\n"
+        f"default_partition: {slurm_cluster.partition}\npython: /usr/bin/python3\n"
+    )
+    _chown_tree(run_root, slurm_cluster.user)
+    ssh = {
+        "host": slurm_cluster.host,
+        "port": slurm_cluster.port,
+        "user": slurm_cluster.user,
+        "identity_file": str(slurm_cluster.identity_file),
+        "known_hosts": str(slurm_cluster.known_hosts),
+    }
+    config = {
+        "clusters": {
+            "testcluster": {
+                "ssh": ssh, "launcher": "demo", "workdir": str(run_root / "console"),
+                "partition": slurm_cluster.partition, "python": "/usr/bin/python3", "demo_speed": 2,
+            },
+            "testsrtctl": {
+                "ssh": ssh, "launcher": "srtctl", "srt_slurm": str(checkout), "srtctl": "./srtctl",
+                "workdir": str(run_root / "console-srtctl"), "results": str(checkout / "results"),
+            },
+            "badkey": {"ssh": {**ssh, "known_hosts": str(tmp_path / "empty_known_hosts")}},
+        },
+        "default_cluster": "testcluster",
+    }  # fmt: skip
+    (tmp_path / "empty_known_hosts").write_text("")
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(json.dumps(config))  # JSON is YAML
+    monkeypatch.setenv("SRT_CONSOLE_CONFIG", str(config_path))
+    monkeypatch.setenv("SRT_CONSOLE_DATA", str(tmp_path / "data"))
+    yield tmp_path
+
+
+def engine_for(site: Path) -> Engine:
+    data = site / "data"
+    profiles, problems = load_profiles(load_config(site / "config.yaml"), data)
+    assert problems == []
+    return Engine(Store(data / "console.sqlite3"), profiles, data)

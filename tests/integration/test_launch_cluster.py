@@ -10,85 +10,20 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from console.clusters import load_profiles
-from console.config import load_config
-from console.engine import Engine, LaunchRefused
+from console.engine import LaunchRefused
 from console.results import read_points
 from console.store import Store
 from tests.conftest import RECIPES, ROOT
-from tests.integration.conftest import ClusterInfo
+from tests.integration.conftest import engine_for
 from tests.unit.test_launch_local import zmq_workers
 
 pytestmark = pytest.mark.cluster
 
 DEMO = RECIPES / "demo"
-
-
-def _chown_tree(path: Path, user: str) -> None:
-    shutil.chown(path, user, user)
-    for p in path.rglob("*"):
-        shutil.chown(p, user, user)
-
-
-@pytest.fixture
-def site(slurm_cluster: ClusterInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A config with two profiles on the test cluster, a data dir, and a stand-in srtctl checkout."""
-    run_root = Path(slurm_cluster.workdir) / f"it-{uuid.uuid4().hex[:8]}"
-    checkout = run_root / "srt-slurm"
-    lib = checkout / "lib"
-    lib.mkdir(parents=True)
-    shutil.copytree(ROOT / "console", lib / "console", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "tests" / "fakes" / "srtctl_standin.py", lib / "srtctl_standin.py")
-    (checkout / "srtctl").write_text(
-        "#!/usr/bin/python3\nimport os, sys\n"
-        "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'lib'))\n"
-        "from srtctl_standin import main\nsys.exit(main())\n"
-    )
-    (checkout / "srtctl").chmod(0o755)
-    (checkout / "srtslurm.yaml").write_text(
-        f"output_dir: {checkout / 'outputs'}\nresults_dir: {checkout / 'results'}\n"
-        f"default_partition: {slurm_cluster.partition}\npython: /usr/bin/python3\n"
-    )
-    _chown_tree(run_root, slurm_cluster.user)
-    ssh = {
-        "host": slurm_cluster.host,
-        "port": slurm_cluster.port,
-        "user": slurm_cluster.user,
-        "identity_file": str(slurm_cluster.identity_file),
-        "known_hosts": str(slurm_cluster.known_hosts),
-    }
-    config = {
-        "clusters": {
-            "testcluster": {
-                "ssh": ssh, "launcher": "demo", "workdir": str(run_root / "console"),
-                "partition": slurm_cluster.partition, "python": "/usr/bin/python3", "demo_speed": 2,
-            },
-            "testsrtctl": {
-                "ssh": ssh, "launcher": "srtctl", "srt_slurm": str(checkout), "srtctl": "./srtctl",
-                "workdir": str(run_root / "console-srtctl"), "results": str(checkout / "results"),
-            },
-            "badkey": {"ssh": {**ssh, "known_hosts": str(tmp_path / "empty_known_hosts")}},
-        }
-    }  # fmt: skip
-    (tmp_path / "empty_known_hosts").write_text("")
-    config_path = tmp_path / "config.yaml"
-    config_path.write_text(json.dumps(config))  # JSON is YAML
-    monkeypatch.setenv("SRT_CONSOLE_CONFIG", str(config_path))
-    monkeypatch.setenv("SRT_CONSOLE_DATA", str(tmp_path / "data"))
-    yield tmp_path
-
-
-def engine_for(site: Path) -> Engine:
-    data = site / "data"
-    profiles, problems = load_profiles(load_config(site / "config.yaml"), data)
-    assert problems == []
-    return Engine(Store(data / "console.sqlite3"), profiles, data)
 
 
 def test_seed_twins_as_one_sweep(site: Path) -> None:

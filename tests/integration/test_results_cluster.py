@@ -6,64 +6,20 @@ import asyncio
 import itertools
 import json
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from console.cli import main
-from console.clusters import load_profiles
-from console.config import load_config
-from console.engine import Engine
 from console.monitor import Monitor, MonitorEvent, PointArrived
 from console.rerun import arm_points_view, fetch_arm_points, plan_rerun, rerun
-from console.store import Store
 from tests.conftest import RECIPES
-from tests.integration.conftest import ClusterInfo
+from tests.integration.conftest import engine_for
 
 pytestmark = pytest.mark.cluster
 
 DEMO = RECIPES / "demo"
 CLUSTER = "testcluster"
-
-
-@pytest.fixture
-def site(slurm_cluster: ClusterInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A config with the test cluster as a demo-launcher profile, and a data dir."""
-    run_root = Path(slurm_cluster.workdir) / f"it-results-{uuid.uuid4().hex[:8]}"
-    ssh = {
-        "host": slurm_cluster.host,
-        "port": slurm_cluster.port,
-        "user": slurm_cluster.user,
-        "identity_file": str(slurm_cluster.identity_file),
-        "known_hosts": str(slurm_cluster.known_hosts),
-    }
-    config = {
-        "clusters": {
-            CLUSTER: {
-                "ssh": ssh,
-                "launcher": "demo",
-                "workdir": str(run_root / "console"),
-                "partition": slurm_cluster.partition,
-                "python": "/usr/bin/python3",
-                "demo_speed": 2,
-            }
-        },
-        "default_cluster": CLUSTER,
-    }
-    config_path = tmp_path / "config.yaml"
-    config_path.write_text(json.dumps(config))  # JSON is YAML
-    monkeypatch.setenv("SRT_CONSOLE_CONFIG", str(config_path))
-    monkeypatch.setenv("SRT_CONSOLE_DATA", str(tmp_path / "data"))
-    yield tmp_path
-
-
-def engine_for(site: Path) -> Engine:
-    data = site / "data"
-    profiles, problems = load_profiles(load_config(site / "config.yaml"), data)
-    assert problems == []
-    return Engine(Store(data / "console.sqlite3"), profiles, data)
 
 
 def test_points_of_the_1p1d_twin_arrive_one_by_one_while_it_runs(site: Path) -> None:

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from console.monitor import Monitor, MonitorEvent, Triaged
-from tests.integration.test_launch_cluster import DEMO, engine_for, site  # noqa: F401 - fixture
+from tests.conftest import RECIPES
+from tests.integration.conftest import engine_for
+
+DEMO = RECIPES / "demo"
 
 pytestmark = pytest.mark.cluster
 
@@ -42,7 +45,7 @@ def idle_nodes() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.split()[1] == "idle"}
 
 
-def test_seed_zmq_failure_is_doomed_within_two_seconds_and_cancel_frees_nodes(site: Path) -> None:  # noqa: F811
+def test_seed_zmq_failure_is_doomed_within_two_seconds_and_cancel_frees_nodes(site: Path) -> None:
     async def scenario() -> None:
         engine = engine_for(site)
         monitor = Monitor(engine)
