@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from console.clusters import Profile
@@ -56,8 +56,6 @@ class ClusterRuntime:
     scheduler: Scheduler
     launcher: Launcher
     status: str = "not connected"
-    polls: int = 0
-    scheduler_calls: dict[str, int] = field(default_factory=dict)
 
 
 def build_runtime(profile: Profile, data_dir: Path) -> ClusterRuntime:
@@ -241,7 +239,6 @@ class Engine:
         except SchedulerError as exc:
             self._set_status(cluster, f"scheduler error: {exc}")
             return []
-        rt.polls += 1
         self._set_status(cluster, "connected")
         changed: list[AttemptRow] = []
         for attempt in attempts:

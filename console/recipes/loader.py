@@ -20,7 +20,7 @@ from console.recipes.topology import (
     schema_version,
     topology,
 )
-from console.recipes.yamlio import Marks, YamlError, decode, load
+from console.recipes.yamlio import YamlError, decode, load
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 
@@ -171,11 +171,3 @@ def load_targets(targets: Iterable[str | os.PathLike[str]]) -> list[Recipe]:
         else:
             recipes.append(load_recipe(path, selector))
     return recipes
-
-
-def marks_for(text: str) -> Marks | None:
-    """Key lines of a recipe text, for the UI to jump to a problem; None when it does not parse."""
-    try:
-        return load(text)[1]
-    except YamlError:
-        return None
