@@ -159,13 +159,21 @@ class Engine:
         recipes = load_targets(targets)
         return recipes, [arm for recipe in recipes for arm in recipe.arms]
 
-    async def launch(self, targets: Sequence[str], cluster: str, name: str | None = None) -> int:
+    async def launch(
+        self,
+        targets: Sequence[str],
+        cluster: str,
+        name: str | None = None,
+        planned: tuple[list[Recipe], list[Arm]] | None = None,
+    ) -> int:
         """Submit every arm of `targets` as one sweep; returns the sweep id.
 
-        Refused as a whole (nothing submitted) when any recipe has an error. A submission that
-        fails leaves its attempt in SUBMIT_FAILED with the launcher's message; the others go on.
+        `planned` is what `plan(targets)` gave when the operator confirmed it: exactly that is
+        submitted, even if a file changed since. Refused as a whole (nothing submitted) when any
+        recipe has an error. A submission that fails leaves its attempt in SUBMIT_FAILED with the
+        launcher's message; the others go on.
         """
-        recipes, arms = self.plan(targets)
+        recipes, arms = planned or self.plan(targets)
         problems = [str(p) for r in recipes for p in r.errors]
         if problems:
             raise LaunchRefused("the recipes have errors; nothing was submitted", problems)

@@ -15,6 +15,7 @@ from textual.message import Message
 from console.clusters import LOCAL, Profile, load_profiles
 from console.config import load_config
 from console.engine import AttemptChanged, ClusterChanged, Engine, Event, LaunchRefused
+from console.model import Recipe
 from console.monitor import LogLines, Monitor, MonitorEvent, PointArrived, Triaged
 from console.paths import asset
 from console.store import Store, StoreError, default_data_dir
@@ -104,10 +105,11 @@ class SrtConsole(App[None]):
             await asyncio.sleep(POLL_INTERVAL_S)
 
     @work(exclusive=False, group="launch", exit_on_error=False)
-    async def launch(self, targets: list[str], cluster: str) -> None:
+    async def launch(self, recipe: Recipe, cluster: str) -> None:
+        """Submit the recipe's arms exactly as the launch dialog showed them."""
         assert self.engine is not None
         try:
-            sweep_id = await self.engine.launch(targets, cluster)
+            sweep_id = await self.engine.launch([recipe.path], cluster, planned=([recipe], list(recipe.arms)))
         except LaunchRefused as exc:
             detail = "\n".join(exc.problems[:5])
             self.notify(f"{exc}\n{detail}".strip(), severity="error", timeout=10)

@@ -114,7 +114,7 @@ class RecipesScreen(Screen[None]):
 
         def chosen(cluster: str | None) -> None:
             if cluster:
-                app.launch([recipe.path], cluster)
+                app.launch(recipe, cluster)
 
         dialog = LaunchDialog(f"Launch {recipe.path}", list(recipe.arms), app.profiles, app.default_cluster)
         app.push_screen(dialog, chosen)

@@ -15,7 +15,7 @@ from console.describe import grid_label, topology_label
 from console.engine import Engine, LaunchRefused
 from console.ids import arm_ref, attempt_ref, sweep_ref
 from console.launchers import LaunchError
-from console.model import Arm
+from console.model import Arm, Recipe
 from console.store import AttemptRow, Store
 from console.transport.base import HostKeyError, TransportError
 
@@ -161,7 +161,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
             return _fail("not a terminal: add --yes to launch without confirmation")
         if input("Submit? [y/N] ").strip().lower() not in ("y", "yes"):
             return _fail("nothing submitted")
-    return asyncio.run(_launch(ctx, args, cluster))
+    return asyncio.run(_launch(ctx, args, cluster, (recipes, arms)))
 
 
 async def _preview(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -> int:
@@ -183,9 +183,9 @@ async def _preview(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -
     return 0
 
 
-async def _launch(ctx: Context, args: argparse.Namespace, cluster: str) -> int:
+async def _launch(ctx: Context, args: argparse.Namespace, cluster: str, planned: tuple[list[Recipe], list[Arm]]) -> int:
     try:
-        sweep_id = await ctx.engine.launch(args.paths, cluster, name=args.name)
+        sweep_id = await ctx.engine.launch(args.paths, cluster, name=args.name, planned=planned)
         attempts = [a for arm in ctx.store.arms(sweep_id) for a in ctx.store.attempts(arm.id)]
         if args.wait:
             if not args.json:

@@ -919,38 +919,38 @@ class LogView(Vertical):
     @work(group="log-newer", exclusive=True, exit_on_error=False)
     async def load_newer(self) -> None:
         """Page newer content of a window away from the tail in (scrolling to its bottom)."""
-        buf = self.body.current_buffer
-        if buf is None or buf.loading:
-            self.body.paging = False
-            return
-        self.body.paging = True
-        try:
+
+        async def page(buf: FileBuffer) -> str:
             count = await self._page_newer(buf)
-            self.notice = f"{count} newer lines read" if count else ""
-        except Exception as exc:
-            self.notice = f"cannot read newer lines: {exc}"
-        finally:
-            self.body.paging = False
-        self._show_status()
+            return f"{count} newer lines read" if count else ""
+
+        await self._paging(page, "newer")
 
     @work(group="log-older", exclusive=True, exit_on_error=False)
     async def load_older(self) -> None:
         """Page older content of the current file in (``o``, or scrolling to the top)."""
+
+        async def page(buf: FileBuffer) -> str:
+            if buf.at_start:
+                return "start of file"
+            if buf.start_offset is None:
+                return "older lines of this file cannot be paged in (its position is unknown)"
+            count = await self._page_older(buf)
+            return f"{count} older lines read" if count else "start of file"
+
+        await self._paging(page, "older")
+
+    async def _paging(self, page: Callable[[FileBuffer], Awaitable[str]], what: str) -> None:
+        """Run one page read of the current buffer, flagged as paging, and report the outcome."""
         buf = self.body.current_buffer
         if buf is None or buf.loading:
             self.body.paging = False
             return
         self.body.paging = True
         try:
-            if buf.at_start:
-                self.notice = "start of file"
-            elif buf.start_offset is None:
-                self.notice = "older lines of this file cannot be paged in (its position is unknown)"
-            else:
-                count = await self._page_older(buf)
-                self.notice = f"{count} older lines read" if count else "start of file"
+            self.notice = await page(buf)
         except Exception as exc:
-            self.notice = f"cannot read older lines: {exc}"
+            self.notice = f"cannot read {what} lines: {exc}"
         finally:
             self.body.paging = False
         self._show_status()
