@@ -41,7 +41,9 @@ class FirstAppearance(threading.Thread):
 
 
 def idle_nodes() -> set[str]:
-    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
     return {line.split()[0] for line in out.splitlines() if line.split()[1] == "idle"}
 
 
@@ -88,14 +90,18 @@ def test_seed_zmq_failure_is_doomed_within_two_seconds_and_cancel_frees_nodes(si
         live = engine.store.attempt(attempt.id)
         assert live.state == "RUNNING"  # doomed, yet still holding its nodes
         nodes_before = idle_nodes()
-        await engine.cancel([live])
-        (final,) = await engine.wait([attempt.id], 0.3)
+        await asyncio.wait_for(engine.cancel([live]), 60)
+        try:
+            (final,) = await asyncio.wait_for(engine.wait([attempt.id], 0.3), 90)
+        except asyncio.TimeoutError:
+            row = engine.store.attempt(attempt.id)
+            pytest.fail(f"cancelled job still {row.state} after 90 s; clusters: {engine.cluster_statuses()}")
         assert final.state == "CANCELLED"
         end = time.monotonic() + 30
         while len(idle_nodes()) < len(nodes_before) + 3 and time.monotonic() < end:
             await asyncio.sleep(0.2)
         assert len(idle_nodes()) >= len(nodes_before) + 3, "cancel did not free the three nodes"
-        await monitor.close()
-        await engine.close()
+        await asyncio.wait_for(monitor.close(), 30)
+        await asyncio.wait_for(engine.close(), 30)
 
     asyncio.run(scenario())
