@@ -30,6 +30,7 @@ from screens.recipes import RecipesScreen
 from screens.sweeps import SweepsScreen
 
 POLL_INTERVAL_S = 2.0
+SWEEPS = "sweeps"
 
 
 class SrtConsole(App[None]):
@@ -121,10 +122,16 @@ class SrtConsole(App[None]):
         if self.engine is None:
             self.notify("No store: launching and tracking are unavailable", severity="error")
             return
+        # Installed, not merely kept: a screen that is popped without being installed is torn
+        # down, and pushing that instance again leaves it on the stack but never repainted.
         if self.sweeps_screen is None:
             self.sweeps_screen = SweepsScreen(self.engine)
-        if self.screen is not self.sweeps_screen:
-            self.push_screen(self.sweeps_screen)
+            self.install_screen(self.sweeps_screen, SWEEPS)
+        if self.sweeps_screen in self.screen_stack:
+            while self.screen is not self.sweeps_screen:
+                self.pop_screen()
+        else:
+            self.push_screen(SWEEPS)
 
     def action_toggle_help(self) -> None:
         if self.screen.query("HelpPanel"):
