@@ -5,13 +5,13 @@
 set -euo pipefail
 
 PACKAGES=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server python3-zmq python3-yaml
-          openssh-server openssh-client procps iproute2)
+          openssh-server openssh-client procps iproute2 socat)
 # One binary per package group; if all are present, apt-get is skipped.
 BINARIES=(/usr/sbin/slurmctld /usr/sbin/slurmd /usr/bin/sbatch /usr/bin/sacct
           /usr/sbin/slurmdbd /usr/sbin/munged /usr/bin/munge /usr/sbin/mungekey
           /usr/sbin/mariadbd /usr/bin/mariadb-install-db /usr/bin/mariadb
           /usr/sbin/sshd /usr/bin/ssh /usr/bin/ssh-keygen /usr/bin/pgrep
-          /usr/bin/ss)
+          /usr/bin/ss /usr/bin/ip /usr/bin/socat)
 
 log() { printf 'install.sh: %s\n' "$*"; }
 die() { printf 'install.sh: error: %s\n' "$*" >&2; exit 1; }
