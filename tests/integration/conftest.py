@@ -34,6 +34,7 @@ DEFAULT_BASE = Path("/var/lib/srt-console-cluster")
 
 INSTALL_TIMEOUT_S = 900
 UP_TIMEOUT_S = 240
+STACK_TIMEOUT_S = 1200  # the first time: srtctl's and Dynamo's dependencies from PyPI
 DOWN_TIMEOUT_S = 120
 
 
@@ -126,6 +127,7 @@ def slurm_cluster() -> Iterator[ClusterInfo]:
 
     _run_script("install.sh", INSTALL_TIMEOUT_S)
     _run_script("up.sh", UP_TIMEOUT_S)
+    _run_script("stack.sh", STACK_TIMEOUT_S)
     env_file = cluster_base() / "cluster.env"
     info = cluster_info_from_env(read_env_file(env_file))
     try:
