@@ -18,7 +18,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any, BinaryIO, Final
@@ -183,6 +183,27 @@ class _FileState:
     next_stamp: tuple[float, bool] | None = None  # that next dated line's time
 
 
+def _after(mark: tuple[str, int, str] | None) -> Callable[[Observation], bool] | None:
+    """Whether a finding of a run that succeeded belongs to its teardown: a wrapper (its cleanup is
+    what cancels steps and kills processes), or a line below the orchestrator's cleanup line in
+    the sweep log, or later than it by the clock."""
+    if mark is None:
+        return None
+    file, line_no, text = mark
+    stamp = line_time(text)
+
+    def after(o: Observation) -> bool:
+        if o.wrapper:
+            return True  # cancelled, killed, refused: in a run that succeeded, that is its cleanup
+        if o.file == file:
+            return o.line_no > line_no
+        if stamp is not None and o.time is not None and o.time_has_date == stamp[1]:
+            return o.time >= stamp[0] - 1.0
+        return False
+
+    return after
+
+
 class Triage:
     """Findings, stages and diagnosis of one attempt, kept as its lines arrive."""
 
@@ -254,13 +275,16 @@ class Triage:
                 update.findings.append(observation)
                 if observation.severity == "fatal" and state.worker is not None and not state.failed:
                     state.failed = True
-                    update.changes.extend(self.tracker.mark_worker_failed(file, observation.id, line_no))
+                    update.changes.extend(
+                        self.tracker.mark_worker_failed(file, observation.id, line_no, consequence=observation.wrapper)
+                    )
             recent.append(text)
         state.lines = line_no
         return update
 
-    def diagnose(self, state: str | None = None) -> Diagnosis:
-        """The diagnosis now; ``state`` is the scheduler's state when known."""
+    def diagnose(self, state: str | None = None, *, cancelled: bool = False) -> Diagnosis:
+        """The diagnosis now; ``state`` is the scheduler's state when known, ``cancelled`` says the
+        operator cancelled the attempt."""
         snapshot = self.tracker.snapshot(state)
         roles: dict[str, set[str]] = {}
         for worker in snapshot.workers.values():
@@ -274,6 +298,9 @@ class Triage:
             ending=snapshot.stage.terminal or snapshot.stage is Stage.FINALIZING,
             starting=self.tracker.has_sweep_log and snapshot.stage in _STARTING_STAGES,
             matcher=self.matcher,
+            succeeded=snapshot.succeeded,
+            teardown=_after(snapshot.cleanup),
+            cancelled=cancelled,
         )
 
     def snapshot(self, state: str | None = None) -> StageSnapshot:

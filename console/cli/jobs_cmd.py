@@ -6,18 +6,17 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from typing import Any
 
+from console.checks import check_profile
 from console.cli.context import CliError, Context, open_context, resolve_attempts
-from console.clusters import Profile
 from console.describe import grid_label, topology_label
-from console.engine import Engine, LaunchRefused
+from console.engine import LaunchRefused
 from console.ids import arm_ref, attempt_ref, sweep_ref
 from console.launchers import LaunchError
 from console.model import Arm, Recipe
 from console.store import AttemptRow, Store
-from console.transport.base import HostKeyError, TransportError
+from console.transport.base import TransportError
 
 
 def _fail(message: str, problems: list[str] | None = None) -> int:
@@ -68,65 +67,19 @@ def cmd_clusters(args: argparse.Namespace) -> int:
             mark = "ok " if report["ok"] else "BAD"
             print(f"{mark} {report['name']:<16} {report['where']:<28} {report['launcher']}/{report['scheduler']}")
             for check in report["checks"]:
-                print(f"      {'✓' if check['ok'] else '✗'} {check['check']}: {check['detail']}")
+                mark = "!" if check.get("warning") else "✓" if check["ok"] else "✗"
+                print(f"      {mark} {check['check']}: {check['detail']}")
+                if check.get("fix") and (not check["ok"] or check.get("warning")):
+                    print(f"        → {check['fix']}")
     return 0 if all(r["ok"] for r in reports) else 1
 
 
 async def _check_all(ctx: Context) -> list[dict[str, Any]]:
     try:
-        return list(await asyncio.gather(*(_check(ctx.engine, p) for p in ctx.profiles.values())))
+        reports = await asyncio.gather(*(check_profile(ctx.engine.runtime(name)) for name in ctx.profiles))
+        return [r.as_dict() for r in reports]
     finally:
         await ctx.engine.close()
-
-
-async def _check(engine: Engine, profile: Profile) -> dict[str, Any]:
-    checks: list[dict[str, Any]] = []
-
-    def add(name: str, ok: bool, detail: str) -> None:
-        checks.append({"check": name, "ok": ok, "detail": detail})
-
-    report: dict[str, Any] = {
-        "name": profile.name,
-        "where": profile.where,
-        "launcher": profile.launcher,
-        "scheduler": profile.scheduler,
-        "checks": checks,
-    }
-    try:
-        rt = engine.runtime(profile.name)
-        started = time.monotonic()
-        await rt.transport.run(["true"], timeout=20, check=True)
-        add("reachable", True, f"{profile.where} answered in {time.monotonic() - started:.2f}s")
-        if profile.ssh:
-            add("host key", True, "known and verified")
-        if profile.scheduler == "slurm":
-            found = await rt.transport.run(
-                ["sh", "-c", "for c in sbatch squeue sacct scancel; do command -v $c >/dev/null || echo $c; done"],
-                timeout=20,
-            )
-            missing = found.stdout.split()
-            add("slurm", not missing, "sbatch, squeue, sacct, scancel found" if not missing else f"missing: {missing}")
-        else:
-            add("scheduler", True, "local scheduler (no Slurm needed)")
-        if profile.launcher == "srtctl":
-            checkout = profile.srt_slurm or ""
-            probe = await rt.transport.run(["sh", "-c", 'cd -- "$1" && command -v srtctl', "sh", checkout], timeout=20)
-            add("srtctl", probe.ok, probe.stdout.strip() or f"srtctl not found in {checkout}")
-        else:
-            probe = await rt.transport.run([profile.python, "-c", "import zmq, sys; print(sys.version.split()[0])"])
-            add(
-                "demo engine",
-                probe.ok,
-                f"{profile.python} {probe.stdout.strip()} with pyzmq"
-                if probe.ok
-                else f"{profile.python} cannot import zmq: the ZMQ fault cannot be reproduced",
-            )
-    except HostKeyError as exc:
-        add("host key", False, str(exc))
-    except (TransportError, OSError) as exc:
-        add("reachable", False, str(exc))
-    report["ok"] = all(c["ok"] for c in checks)
-    return report
 
 
 # --- launch ------------------------------------------------------------------------------
