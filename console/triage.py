@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, Final
 
 from console.diagnosis import Diagnosis, FindingGroup, Observation, diagnose_groups
 from console.sanitize import clean_line
-from console.signatures import Finding, Matcher, default_matcher
+from console.signatures import Finding, Matcher, MatchStream, default_matcher
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, Stage, StageChange, StageSnapshot, StageTracker
 
 __all__ = [
@@ -75,6 +75,22 @@ def clean_text(line: str) -> str:
     if len(line) <= MAX_TEXT_CHARS and line.isprintable():  # the common case: nothing to do
         return line
     return clean_line(line, MAX_TEXT_CHARS)
+
+
+def _shown_text(raw: str, cleaned: str, finding: Finding) -> str:
+    """The clean text to show for a finding: the line's clean text, or - when the match is
+    not in it (past the cap of a long line, in an earlier segment of a redrawn line) - the
+    part of the raw line around the match."""
+    start, end = finding.span
+    matched = clean_line(raw[start:end], MAX_TEXT_CHARS)
+    if matched and matched in cleaned:
+        return cleaned
+    segment_start = raw.rfind("\r", 0, start) + 1
+    segment_end = raw.find("\r", end)
+    lo = max(segment_start, start - MAX_TEXT_CHARS // 4)
+    hi = min(segment_end if segment_end >= 0 else len(raw), end + MAX_TEXT_CHARS // 4)
+    excerpt = clean_line(raw[lo:hi], MAX_TEXT_CHARS)
+    return ("…" if lo > 0 else "") + excerpt
 
 
 def line_time(line: str) -> tuple[float, bool] | None:
@@ -178,6 +194,7 @@ class _FileState:
     quote_process: str | None = None  # `--- Process: <name> ---` of the block being read
     quoting: bool = False  # inside the quoted `Last 50 lines of log:`
     failed: bool = False  # the tracker was told this worker failed
+    stream: MatchStream | None = None  # this file's matcher (a traceback is one event)
     last_stamp: tuple[float, bool] | None = None  # the last time a finding of this file was given
     awaiting_time: bool = False  # a finding had no time: the next dated line gives one
     next_stamp: tuple[float, bool] | None = None  # that next dated line's time
@@ -233,14 +250,17 @@ class Triage:
             state.lines = first_line_no - 1
         start = state.lines + 1
         cap = MAX_TEXT_CHARS
-        cleaned = [line if len(line) <= cap and line.isprintable() else clean_line(line, cap) for line in lines]
+        raw_lines = list(lines)
+        cleaned = [line if len(line) <= cap and line.isprintable() else clean_line(line, cap) for line in raw_lines]
         update = TriageUpdate()
         update.changes.extend(self.tracker.feed(file, cleaned, first_line_no=start))
-        match = self.matcher.match_line
+        if state.stream is None:
+            state.stream = self.matcher.stream()
+        match = state.stream.match
         recent = state.recent
         line_no = start - 1
         sweep = state.sweep
-        for text in cleaned:
+        for raw, text in zip(raw_lines, cleaned, strict=True):
             line_no += 1
             if state.awaiting_time:
                 found = line_time(text)
@@ -248,8 +268,12 @@ class Triage:
                     state.awaiting_time = False
                     state.next_stamp = state.last_stamp = self._normalise(state, found)
             quoted = sweep and self._quote(state, text)
-            finding = match(text) if text else None
+            # The raw line is matched (both ends of a long line, every segment of a redrawn
+            # one); the clean text is what is shown.
+            finding = match(raw) if raw else None
             if finding is not None:
+                if raw is not text:
+                    text = _shown_text(raw, text, finding)
                 observation = self._observe(file, state, line_no, text, finding, quoted)
                 update.findings.append(observation)
                 if observation.severity == "fatal" and state.worker is not None and not state.failed:
