@@ -703,7 +703,7 @@ def _original_span(segments: list[tuple[int, int]], start: int, end: int) -> tup
 # "E0603 20:16:59.104586 27322 file.cc:271]", [atom 12:19:54], docker compose "svc-1  | ",
 # srun --label "3: ", TRT-LLM "[TRT-LLM] [E]".
 _PREFIX_RE: Final = re.compile(
-    r"(?:\x1b\[[0-9;]{0,20}m|\u2190?\[(?:\d{1,3};){0,4}\d{1,3}m)"
+    r"\u2190?\[(?:\d{1,3};){0,4}\d{1,3}m"
     r"|\[\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}(?:Z|[+-]\d\d:?\d\d)?(?: [^\]\n]{0,60})?\]:? ?"
     r"|\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}(?:Z|[+-]\d\d:?\d\d)? +(?:\| )?"
     r"|\((?P<tag>(?:[A-Za-z][\w\-]{0,40}(?: [\w=\-]{1,20}){0,3} )?pid=\d{1,10}(?:, ?ip=[\w.:]{1,45})?)\) ?"
@@ -735,7 +735,10 @@ _MAX_FRAMES: Final[int] = 400
 
 def strip_prefixes(line: str) -> tuple[str, int, str]:
     """``(message, start, process tag)``: the line without the prefixes log writers put
-    before a message (see :data:`_PREFIX_RE`); ``start`` is where the message begins."""
+    before a message (see :data:`_PREFIX_RE`); ``start`` is where the message begins in the
+    line without its escape sequences."""
+    if "\x1b" in line:
+        line = _ANSI_RE.sub("", line)
     pos = 0
     tag = ""
     for _ in range(_MAX_PREFIXES):
@@ -781,8 +784,6 @@ class MatchStream:
         if not self._open and "recent call" not in line:
             return self._matcher.match_line(line)
         body, start, tag = strip_prefixes(line)
-        if "\x1b" in body:
-            body = _ANSI_RE.sub("", body)
         stripped = body.strip()
         indent = len(body) - len(body.lstrip())
         tb = self._open.get(tag)
@@ -790,6 +791,9 @@ class MatchStream:
         if tb is not None:
             if tb.waiting:
                 if not stripped:
+                    return None
+                if not tb.chained and _CHAINED_RE.match(stripped) is not None:
+                    tb.chained = True
                     return None
                 if tb.chained:
                     cause = tb.cause
@@ -804,9 +808,6 @@ class MatchStream:
                 return None
             elif tb.stack:
                 del self._open[tag]
-            elif _CHAINED_RE.match(stripped) is not None:
-                tb.waiting = tb.chained = True
-                return None
             else:
                 return self._exception(line, body, start, tag, tb)
         finding = self._matcher.match_line(line)

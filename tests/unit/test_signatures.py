@@ -34,6 +34,8 @@ EXAMPLE_CASES = [
     for i, line in enumerate(entry["examples"])
 ]
 BENIGN_CASES = [pytest.param(line, id=f"benign-{i}") for i, line in enumerate(EXAMPLES["benign"])]
+# Real lines collected from public issues and sources (tests/unit/test_real_variants.py).
+REAL = yaml.safe_load((EXAMPLES_FILE.parent / "real-variants.yaml").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -430,6 +432,8 @@ def test_regexes_do_not_backtrack_catastrophically(matcher: Matcher) -> None:
     fragments: dict[str, list[str]] = {}
     for entry in EXAMPLES["signatures"]:
         fragments.setdefault(entry["id"], []).extend(entry["examples"])
+    for variant in REAL["variants"]:
+        fragments.setdefault(variant["id"], []).append(variant["line"])
     for sig in matcher.signatures:
         pieces = [ex[: max(1, len(ex) - cut)] for ex in fragments.get(sig.id, []) for cut in (1, 8)]
         pieces += [keyword + filler for keyword in sig.keywords for filler in ("a" * 40, "1" * 40, " " * 40)]
