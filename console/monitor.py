@@ -226,7 +226,7 @@ class Monitor:
             view.replay_until.pop(event.file, None)
 
     def _publish_diagnosis(self, view: AttemptView, new: list[Observation], force: bool = False) -> None:
-        diagnosis = view.triage.diagnose(view.attempt.state)
+        diagnosis = view.triage.diagnose(view.attempt.state, cancelled=view.attempt.cancelled_by_operator)
         if force and view.diagnosis == diagnosis and not new:
             return
         view.diagnosis = diagnosis

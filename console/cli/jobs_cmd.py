@@ -47,6 +47,7 @@ def attempt_doc(store: Store, attempt: AttemptRow) -> dict[str, Any]:
         "exit_code": attempt.exit_code,
         "nodelist": attempt.nodelist,
         "error": attempt.error,
+        "cancelled_by_you": attempt.cancelled_by_operator,
         "elapsed_s": round(attempt.elapsed() or 0.0, 1) if attempt.started_at else None,
     }
 
@@ -211,23 +212,35 @@ async def _refresh(ctx: Context) -> dict[str, str]:
 def cmd_cancel(args: argparse.Namespace) -> int:
     try:
         ctx = open_context(args.config)
-        attempts = resolve_attempts(ctx.store, args.target)
     except CliError as exc:
         return _fail(str(exc))
-    live = [a for a in attempts if a.live and a.job_id]
-    if not live:
-        return _fail(f"{args.target}: nothing to cancel (no live attempt)")
-    if not args.yes:
-        if not sys.stdin.isatty():
-            return _fail("not a terminal: add --yes to cancel without confirmation")
-        jobs = ", ".join(f"{a.cluster}:{a.job_id}" for a in live)
-        if input(f"Cancel {len(live)} job(s) ({jobs})? [y/N] ").strip().lower() not in ("y", "yes"):
-            return _fail("nothing cancelled")
-    return asyncio.run(_cancel(ctx, live, args.json))
+    return asyncio.run(_cancel(ctx, args))
 
 
-async def _cancel(ctx: Context, live: list[AttemptRow], as_json: bool) -> int:
+async def _cancel(ctx: Context, args: argparse.Namespace) -> int:
     try:
+        try:
+            attempts = resolve_attempts(ctx.store, args.target)
+        except CliError as exc:
+            if not args.target.startswith("job:"):
+                return _fail(str(exc))
+            # A job the console did not launch: adopt it, so that its end is followed and diagnosed.
+            cluster = args.cluster or ctx.default_cluster
+            try:
+                attempts = [await ctx.engine.adopt(cluster, args.target.removeprefix("job:"))]
+            except LaunchRefused as refused:
+                return _fail(str(refused))
+            if not args.json:
+                print(f"adopted job {attempts[0].job_id} on {cluster} as {attempt_ref(attempts[0].arm_id, 1)}")
+        live = [a for a in attempts if a.live and a.job_id]
+        if not live:
+            return _fail(f"{args.target}: nothing to cancel (no live attempt)")
+        if not args.yes:
+            if not sys.stdin.isatty():
+                return _fail("not a terminal: add --yes to cancel without confirmation")
+            jobs = ", ".join(f"{a.cluster}:{a.job_id}" for a in live)
+            if input(f"Cancel {len(live)} job(s) ({jobs})? [y/N] ").strip().lower() not in ("y", "yes"):
+                return _fail("nothing cancelled")
         await ctx.engine.cancel(live)
         await ctx.engine.poll_once()
     except (TransportError, OSError) as exc:
@@ -235,7 +248,7 @@ async def _cancel(ctx: Context, live: list[AttemptRow], as_json: bool) -> int:
     finally:
         await ctx.engine.close()
     docs = [attempt_doc(ctx.store, ctx.store.attempt(a.id)) for a in live]
-    if as_json:
+    if args.json:
         _json({"cancelled": docs})
     else:
         for doc in docs:
