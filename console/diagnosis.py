@@ -279,9 +279,13 @@ def diagnose_groups(
         det_roles, deterministic = _determinism(set(root_workers), roles)
         consequences = tuple(g for g in ordered if g.id != root_id and g.first.severity in ("fatal", "error"))
         try:
-            hint = (matcher or default_matcher()).signature(root_id).hint
+            signature = (matcher or default_matcher()).signature(root_id)
         except KeyError:
             hint = None
+        else:
+            hint = signature.hint
+            # The cluster's setup or the recipe itself: every rerun fails the same way.
+            deterministic = deterministic or signature.deterministic
 
     live = state_name in LIVE_STATES
     if cancelled:
@@ -402,7 +406,9 @@ def _advice(
         freed = f"its {nodes} node(s)" if nodes else "its node(s)"
         parts.append(f"cancel {job} to free {freed}: it cannot recover")
     if verdict in ("doomed", "failed"):
-        if deterministic:
+        if deterministic and not root_workers:
+            parts.append(f"a plain rerun will fail the same way: {cause} is the cluster's setup or the recipe")
+        elif deterministic:
             parts.append(f"a plain rerun will fail the same way; fix {cause} first (pin a fixed build)")
         elif root.first.wrapper:
             parts.append(f"only a consequence was found ({cause}): read the worker logs for the cause, then rerun")

@@ -82,6 +82,7 @@ _FIELDS: Final = frozenset(
         "priority",
         "hint",
         "frames",
+        "deterministic",
     }
 )
 _REQUIRED: Final = ("id", "title", "category", "severity", "regex", "hint")
@@ -117,6 +118,9 @@ class Signature:
     wrapper: bool = False
     priority: int = DEFAULT_PRIORITY
     frames: re.Pattern[str] | None = None
+    # A failure of the cluster's setup or of the recipe itself: every rerun fails the same way,
+    # however many workers it reached.
+    deterministic: bool = False
 
 
 @dataclass(frozen=True)
@@ -299,6 +303,7 @@ def _parse_entry(path: Path, index: int, entry: object) -> Signature:
         wrapper=wrapper,
         priority=priority,
         frames=frames,
+        deterministic=bool_field("deterministic", False),
     )
 
 
