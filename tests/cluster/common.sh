@@ -32,7 +32,6 @@ HOME_DIR=$BASE/home/$TEST_USER
 ENV_FILE=$BASE/cluster.env
 SLURM_CONF=/etc/slurm/slurm.conf
 SLURMDBD_CONF=/etc/slurm/slurmdbd.conf
-NO_CONTAINERS_CONF=/etc/slurm/without-containers/slurm.conf
 MARKER="# managed-by: srt-console tests/cluster/up.sh"
 
 # The serving stack (stack.sh): the real srtctl checkout of the test user, the container

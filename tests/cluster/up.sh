@@ -415,14 +415,6 @@ EOF
 } >"$SLURM_CONF.tmp"
 chmod 0644 "$SLURM_CONF.tmp"
 mv -f "$SLURM_CONF.tmp" "$SLURM_CONF"
-# The same cluster as a site without a container plugin sees it: a job that exports
-# SLURM_CONF=$NO_CONTAINERS_CONF runs srun without the plugin stack (pyxis's options unknown).
-install -d -m 0755 "$(dirname "$NO_CONTAINERS_CONF")"
-: >"$(dirname "$NO_CONTAINERS_CONF")/plugstack.conf"
-{ cat "$SLURM_CONF"; printf 'PlugStackConfig=%s/plugstack.conf\n' "$(dirname "$NO_CONTAINERS_CONF")"; } \
-    >"$NO_CONTAINERS_CONF.tmp"
-chmod 0644 "$NO_CONTAINERS_CONF.tmp" "$(dirname "$NO_CONTAINERS_CONF")/plugstack.conf"
-mv -f "$NO_CONTAINERS_CONF.tmp" "$NO_CONTAINERS_CONF"
 
 spawn in_ns /usr/sbin/slurmdbd >"$LOGDIR/slurmdbd.stderr" 2>&1
 wait_for "slurmdbd (sacctmgr show cluster)" 30 "$LOGDIR/slurmdbd.log $LOGDIR/slurmdbd.stderr" slurmdbd \
@@ -485,8 +477,7 @@ step "ssh as $TEST_USER and root works"
         SRT_CLUSTER_WORKDIR "$HOME_DIR" \
         SRT_CLUSTER_SLURM_CONF "$SLURM_CONF" \
         SRT_CLUSTER_FIRST_JOB_ID "$first_job_id" \
-        SRT_CLUSTER_LOG_DIR "$LOGDIR" \
-        SRT_CLUSTER_NO_CONTAINERS_CONF "$NO_CONTAINERS_CONF"
+        SRT_CLUSTER_LOG_DIR "$LOGDIR"
 } >"$ENV_FILE.tmp"
 chmod 0644 "$ENV_FILE.tmp"
 mv -f "$ENV_FILE.tmp" "$ENV_FILE"

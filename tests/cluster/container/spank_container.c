@@ -16,6 +16,10 @@
  *   - the working directory of the srun, or --container-workdir.
  * Other pyxis options are accepted and have no effect here. Tasks without --container-image are
  * left alone. Messages use pyxis's texts where pyxis has one for the same case.
+ *
+ * A job can see the cluster as a site without pyxis: with SRT_CLUSTER_NO_CONTAINERS=1 in its
+ * environment (e.g. `#SBATCH --export=ALL,SRT_CLUSTER_NO_CONTAINERS=1`), srun registers none
+ * of the options and refuses them as it would there ("srun: unrecognized option ...").
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -84,7 +88,7 @@ static int opt_ignored(int val, const char *optarg, int remote)
 	return 0;
 }
 
-struct spank_option spank_options[] = {
+static struct spank_option options[] = {
 	{"container-image", "IMAGE", "[container stand-in] the image: NAME.sqsh beside a directory NAME", 1, 0, opt_image},
 	{"container-mounts", "SRC:DST[:FLAGS][,SRC:DST...]", "[container stand-in] bind mounts", 1, 0, opt_mounts},
 	{"container-workdir", "PATH", "[container stand-in] working directory", 1, 0, opt_workdir},
@@ -103,6 +107,20 @@ struct spank_option spank_options[] = {
 	{"container-unshare", "NS[,NS...]", "[container stand-in] accepted, no effect", 1, 1, opt_ignored},
 	SPANK_OPTIONS_TABLE_END
 };
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	(void)ac; (void)av;
+	if (spank_context() == S_CTX_LOCAL && getenv("SRT_CLUSTER_NO_CONTAINERS"))
+		return 0;
+	for (struct spank_option *o = options; o->name; ++o) {
+		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+			slurm_error("container stand-in: cannot register --%s", o->name);
+			return -1;
+		}
+	}
+	return 0;
+}
 
 static int is_dir(const char *path)
 {
