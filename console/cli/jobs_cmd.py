@@ -13,8 +13,10 @@ from console.cli.context import CliError, Context, open_context, resolve_attempt
 from console.describe import grid_label, topology_label
 from console.engine import LaunchRefused
 from console.ids import arm_ref, attempt_ref, sweep_ref
-from console.launchers import LaunchError
+from console.launch_plan import plan_arms, settings_label
+from console.launchers import LaunchError, SrtctlLauncher
 from console.model import Arm, Recipe
+from console.sanitize import clean_line
 from console.store import AttemptRow, Store
 from console.transport.base import TransportError
 
@@ -119,22 +121,39 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 
 async def _preview(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -> int:
-    """Each arm as the launcher would run it; nothing is submitted."""
-    previews: list[dict[str, str]] = []
+    """Each arm as it would run: its scheduling values and the launcher's own account (srtctl's
+    dry-run, compared with the console's plan); nothing is submitted. Exit 1 when srtctl refuses
+    an arm or its generated header differs from the plan."""
     try:
-        launcher = ctx.engine.runtime(cluster).launcher
-        for arm in arms:
-            previews.append({"arm": arm.name, "preview": await launcher.preview(arm)})
+        runtime = ctx.engine.runtime(cluster)
+        plans = await plan_arms(runtime, arms)
+        texts = {p.arm.name: p.dry_run.text for p in plans if p.dry_run}
+        if not isinstance(runtime.launcher, SrtctlLauncher):
+            for arm in arms:
+                texts[arm.name] = await runtime.launcher.preview(arm)
     except (LaunchError, TransportError, OSError) as exc:
         return _fail(f"dry run failed: {exc}")
     finally:
         await ctx.engine.close()
     if as_json:
-        _json({"cluster": cluster, "dry_run": previews})
+        _json({"cluster": cluster, "dry_run": [{**p.as_dict(), "preview": texts.get(p.arm.name)} for p in plans]})
     else:
-        for item in previews:
-            print(f"--- {item['arm']} ---\n{item['preview']}")
-    return 0
+        for plan in plans:
+            print(f"--- {plan.arm.name} ---")
+            print(f"scheduling: {settings_label(plan.settings)}")
+            if plan.arm.name in texts:
+                # The cluster's own words: untrusted text, shown inert.
+                print("\n".join(clean_line(line) for line in texts[plan.arm.name].splitlines()))
+            if plan.dry_run is not None:
+                header = " ".join(f"--{k}={v}" for k, v in plan.dry_run.sbatch.items())
+                print(f"Generated #SBATCH header: {header}")
+                print(f"console's plan: {plan.arm.topology.node_demand} node(s)")
+            if plan.verdict == "ok":
+                if plan.dry_run is not None:
+                    print("The header agrees with the console's plan.")
+            else:
+                print(f"{plan.verdict.upper()}: {plan.detail}")
+    return 0 if all(p.verdict in ("ok", "unchecked") for p in plans) else 1
 
 
 async def _launch(ctx: Context, args: argparse.Namespace, cluster: str, planned: tuple[list[Recipe], list[Arm]]) -> int:
