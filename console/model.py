@@ -23,6 +23,8 @@ class Problem:
     field: str
     message: str
     severity: Severity = "error"
+    # "job-start:<stage>": srtctl accepts the recipe, but its job stops at that stage.
+    kind: str = ""
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
@@ -57,6 +59,8 @@ class Topology:
     dedicated: tuple[str, ...] = ()
     tp: dict[str, int] = field(default_factory=dict)  # tensor-parallel size per role, where stated
     dp_attention: dict[str, bool] = field(default_factory=dict)
+    # Prefill and decode packed together onto this many nodes (vLLM's P/D colocation).
+    packed_nodes: int | None = None
 
     def role(self, name: RoleName) -> Role | None:
         return next((r for r in self.roles if r.name == name), None)
@@ -67,7 +71,7 @@ class Topology:
 
     @property
     def worker_nodes(self) -> int:
-        return sum(r.nodes for r in self.roles)
+        return self.packed_nodes if self.packed_nodes is not None else sum(r.nodes for r in self.roles)
 
     @property
     def node_demand(self) -> int:
