@@ -216,7 +216,7 @@ def _placement(config: Any) -> list[str]:
             gpus_per_prefill=r.gpus_per_prefill, gpus_per_decode=r.gpus_per_decode, gpus_per_agg=r.gpus_per_agg,
             gpus_per_node=r.gpus_per_node, available_nodes=nodes, spread_workers=r.spread_workers,
         )  # fmt: skip
-        processes = config.backend.endpoints_to_processes(endpoints)
+        processes = config.backend.endpoints_to_processes(endpoints, frontend_type=config.frontend.type)
     except Exception as exc:
         return [f"placement: {type(exc).__name__}: {exc}"]
     found = []

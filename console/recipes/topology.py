@@ -6,7 +6,7 @@ from typing import Any
 
 from console.model import Mode, Role, RoleName, Topology
 from console.recipes.expand import parse_concurrencies
-from console.recipes.spec import Checker, loose_bool
+from console.recipes.spec import Checker, loose_bool, loose_int
 from console.recipes.yamlio import KeyPath
 
 DEFAULT_GPUS_PER_NODE = 4  # srtctl's default without a cluster config (srtslurm.yaml)
@@ -17,7 +17,9 @@ _MODE_KEYS: dict[RoleName, str] = {"prefill": "prefill", "decode": "decode", "ag
 
 
 def _int(value: Any, default: int | None = None) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+    # As srtctl's loader reads integers: "4" is 4 (a type error is reported by the schema).
+    read = loose_int(value)
+    return default if read is None else read
 
 
 def _map(value: Any) -> dict[str, Any]:
@@ -58,7 +60,17 @@ def topology(config: dict[str, Any], out: Checker) -> Topology:
     if backend_type(config) == "atom":
         # ATOM is launched with `-tp <gpus per worker>`; recipes may not set it themselves.
         tp = {r.name: r.gpus_per_worker for r in roles}
-    return Topology(mode, gpn, tuple(roles), _dedicated(config), tp, dpa, packed)
+    count = packed if packed is not None else _declared_nodes(config, roles)
+    return Topology(mode, gpn, tuple(roles), _dedicated(config), tp, dpa, count)
+
+
+def _declared_nodes(config: dict[str, Any], roles: list[Role]) -> int | None:
+    """srtctl asks for prefill_nodes + decode_nodes even where a side has no workers."""
+    res = _map(config.get("resources"))
+    if schema_version(config) == 2 or (res.get("prefill_nodes") is None and res.get("decode_nodes") is None):
+        return None
+    declared = (_int(res.get("prefill_nodes"), 0) or 0) + (_int(res.get("decode_nodes"), 0) or 0)
+    return declared if declared != sum(r.nodes for r in roles) else None
 
 
 def _packed_nodes(config: dict[str, Any], roles: list[Role], gpn: int) -> int | None:

@@ -704,6 +704,8 @@ def job_start(config: dict[str, Any], out: Checker) -> None:
         failure = _placement_failure(res)
         if failure:
             _late(out, ("resources",), "placement", failure)
+        elif fe_type != "vllm" and (dp := _vllm_dp_failure(config, res)):
+            _late(out, dp[0], "placement", dp[1])
         else:
             bench = _map(config.get("benchmark"))
             for path, value in (
@@ -749,6 +751,41 @@ def _placement_failure(res: Resources) -> str | None:
                 offset += gpus
                 if offset >= gpn or res.spread:
                     node, offset = node + 1, 0
+    return None
+
+
+def _vllm_dp_failure(config: dict[str, Any], res: Resources) -> tuple[KeyPath, str] | None:
+    """vLLM's data-parallel layout with dp_launch_mode per_node: each worker's GPUs must be
+    data-parallel x tensor-parallel x pipeline-parallel, laid out whole on its nodes."""
+    backend = _map(config.get("backend"))
+    if backend.get("type") != "vllm" or backend.get("dp_launch_mode", "per_node") != "per_node":
+        return None
+    block = _map(backend.get("vllm_config"))
+    for mode, key, count, gpus in (("prefill", "prefill", res.prefill, res.gpus_prefill),
+                                   ("decode", "decode", res.decode, res.gpus_decode),
+                                   ("agg", "aggregated", res.agg, res.gpus_agg)):  # fmt: skip
+        args = _map(block.get(key))
+        raw_dp = args.get("data-parallel-size", args.get("data_parallel_size"))
+        if count <= 0 or raw_dp is None:
+            continue
+        sizes = [args.get(k) or args.get(k.replace("-", "_")) or 1 for k in
+                 ("tensor-parallel-size", "pipeline-parallel-size")]  # fmt: skip
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in [*sizes, raw_dp or 1]):
+            continue  # not numbers: vLLM itself will say so
+        replica = sizes[0] * sizes[1]
+        dp = raw_dp or gpus // replica
+        local, nodes = (res.gpn, -(-gpus // res.gpn)) if gpus >= res.gpn else (gpus, 1)
+        path: KeyPath = ("backend", "vllm_config", key)
+        if dp * replica != gpus:
+            return path, (f"{mode} data-parallel-size {dp} x tensor-parallel-size {sizes[0]} x "
+                          f"pipeline-parallel-size {sizes[1]} needs {dp * replica} GPUs, but each {mode} worker "
+                          f"has {gpus}")  # fmt: skip
+        if replica > local:
+            if nodes < 2 or replica % local or nodes != dp * (replica // local):
+                return path, (f"{mode} TP x PP replicas of {replica} GPUs do not lay out on {nodes} node(s) "
+                              f"of {local} GPUs each")  # fmt: skip
+        elif local % replica:
+            return path, f"{mode} TP x PP replicas of {replica} GPUs do not divide the {local} GPUs of a node"
     return None
 
 

@@ -140,7 +140,7 @@ def test_vllm_colocation_packs_prefill_and_decode(write_recipe: Write) -> None:
     text = DISAGG.replace("type: sglang\n", packing).replace("sglang_config", "vllm_config")
     text = text.replace("decode_nodes: 2, decode_workers: 1", "decode_nodes: 1, decode_workers: 3, gpus_per_decode: 1")
     arm = only_arm(write_recipe(text), flavour=UPSTREAM)
-    assert arm.topology.packed_nodes == 2 and arm.topology.node_demand == 2  # 4 + 3 GPUs on 4-GPU nodes
+    assert arm.topology.node_count == 2 and arm.topology.node_demand == 2  # 4 + 3 GPUs on 4-GPU nodes
 
 
 def test_decode_sharing_prefill_nodes(write_recipe: Write) -> None:
