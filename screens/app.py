@@ -64,7 +64,9 @@ class SrtConsole(App[None]):
         return self.engine.profiles if self.engine else {}
 
     def on_mount(self) -> None:
-        self.push_screen(RecipesScreen(self.roots, self.notes))
+        default = self.profiles.get(self.default_cluster)
+        # Recipes are checked for the srtctl of the default cluster, when its profile says which.
+        self.push_screen(RecipesScreen(self.roots, self.notes, default.flavour() if default else None))
         if self.engine is not None:
             self.engine.subscribe(self._on_engine_event)
             self.monitor = Monitor(self.engine)

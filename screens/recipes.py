@@ -14,6 +14,7 @@ from textual.widgets import Footer, Header, Static
 
 from console.model import Recipe
 from console.recipes import load_recipe, load_targets
+from console.recipes.flavours import Flavour
 from console.recipes.loader import RECIPE_SUFFIXES
 from screens.messages import RecipeSelected, RecipesLoaded
 from screens.widgets.recipe_preview import RecipePreview
@@ -30,10 +31,11 @@ class RecipesScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, roots: list[Path], notes: list[str] | None = None) -> None:
+    def __init__(self, roots: list[Path], notes: list[str] | None = None, flavour: Flavour | None = None) -> None:
         super().__init__()
         self.roots = roots
         self.notes = notes or []
+        self.flavour = flavour  # the srtctl the recipes are checked for; None: not known
         self.recipes: dict[str, Recipe] = {}
         self.selected: str | None = None
 
@@ -53,7 +55,7 @@ class RecipesScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="recipe-loader", exit_on_error=False)
     def load_library(self) -> None:
-        recipes = load_targets([str(r) for r in self.roots])
+        recipes = load_targets([str(r) for r in self.roots], flavour=self.flavour)
         self.post_message(RecipesLoaded(recipes, self.roots))
 
     @work(exclusive=True, group="recipe-watcher", exit_on_error=False)
@@ -69,7 +71,7 @@ class RecipesScreen(Screen[None]):
             if not changed:
                 continue
             if all(p in self.recipes for p in changed) and all(Path(p).exists() for p in changed):
-                updated = {**self.recipes, **{p: load_recipe(p) for p in changed}}
+                updated = {**self.recipes, **{p: load_recipe(p, flavour=self.flavour) for p in changed}}
                 self.post_message(RecipesLoaded(list(updated.values()), self.roots))
             else:  # files added or removed: the tree's shape changes
                 self.load_library()
