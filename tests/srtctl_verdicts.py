@@ -9,15 +9,18 @@ Prints one JSON line per target:
 
 `accepted` is srtctl's own verdict at submission: `srtctl dry-run -f TARGET` run in-process
 (srtctl's `main`, argv and all), in a scratch directory with a minimal srtslurm.yaml, so that
-hundreds of files cost one interpreter start. `nodes` is the node count of the `#SBATCH --nodes`
-lines of the job script srtctl generates for the job. Its Rich console is replaced by one that keeps
+hundreds of files cost one interpreter start. Its Rich console is replaced by one that keeps
 the printed strings without rendering them (rendering the generated sbatch script and tables
-is most of a dry-run's time); the error srtctl prints is kept. `jobs` lists, for an accepted target, what srtctl
-itself rejects later, deterministically from the config alone, when the job starts on its nodes:
-the frontend (`get_frontend`), worker placement (the backend's `allocate_endpoints` over the
-job's node count), the frontend and benchmark-client placements (`placed_node`), and the
-benchmark runner (`get_runner` and its `validate_config`). Nothing here re-implements srtctl; every
-verdict comes from calling it.
+is most of a dry-run's time); the error srtctl prints is kept. Its Hugging Face lookup of
+`identity.model.repo` (printed, never a verdict) is answered without the network.
+
+For an accepted target, `jobs` has one entry per job: `nodes` is the node count of the
+`#SBATCH --nodes` lines of the job script srtctl generates for it, and `job_start` what srtctl
+itself refuses later, deterministically from the config alone, when the job runs: the frontend
+(`get_frontend`), worker placement (the backend's `allocate_endpoints` and
+`endpoints_to_processes` over the job's nodes), the frontend and benchmark-client placements
+(`placed_node`), and the benchmark runner (`get_runner` and its `validate_config`). Nothing
+here re-implements srtctl; every verdict comes from calling it.
 
 Tests and benchmarks call `run_verdicts(srtctl, targets)` with the path of an installed
 `srtctl` executable; it finds that install's interpreter and runs this file with it.
@@ -82,8 +85,14 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.CRITICAL, handlers=[logging.NullHandler()])
 
     from srtctl.cli import submit
+    from srtctl.core import validation
 
     submit.Console = _Quiet
+    # A recipe's identity.model.repo makes the dry-run ask huggingface.co whether the model
+    # exists; the answer is only printed, never a verdict, and tests stay off the network.
+    validation.validate_hf_model = lambda name, revision: validation.ValidationResult(
+        "hf_model", True, "not asked (offline)"
+    )
     for target in targets:
         accepted, error = _dry_run(submit, target)
         jobs = _job_start(target) if accepted else []

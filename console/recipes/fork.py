@@ -2,7 +2,7 @@
 
 The fork loads upstream's layout (schema 1) with the same loader, plus its own backends
 (atom, tilert, tokenspeed), frontends and fields, and its own `schema: 2` layout (`engine:`,
-`roles:`). This copy was read from the fork's source (around 32ef19f7) and lags the fork, which
+`roles:`). This copy was read from the fork's source (schema.py at 019bc0a1) and lags the fork, which
 moves fast: a key it does not know is only a warning (the cluster's srtctl decides).
 """
 
@@ -20,6 +20,7 @@ from console.recipes.spec import (
     Fields,
     Int,
     LBool,
+    LInt,
     ListOf,
     MapOf,
     Num,
@@ -32,7 +33,7 @@ from console.recipes.spec import (
 from console.recipes.yamlio import KeyPath
 
 NAME = "the fork's srtctl"
-LABEL = "the fork's srtctl (SemiAnalysisAI/srt-slurm, as read at 32ef19f7)"
+LABEL = "the fork's srtctl (SemiAnalysisAI/srt-slurm, as read at 019bc0a1)"
 FORK_BACKENDS = ("atom", "tilert", "tokenspeed")
 ENGINES_V2 = ("atom", "sglang", "trtllm", "vllm", "mocker", "tilert", "tokenspeed", "sidecar")
 FRONTENDS = (
@@ -46,6 +47,10 @@ MODES_DICT = Fields({"prefill": FLAGS, "decode": FLAGS, "aggregated": FLAGS})
 PLACEMENT = Fields({"node": Str()})
 
 # --- schema 1: upstream's layout and loader, plus what the fork adds -------------------------
+
+
+def _section(fields: dict[str, Spec]) -> Fields:
+    return Fields(fields, nullable=False)
 
 
 def _extend(spec: Spec, extra: dict[str, Spec]) -> Fields:
@@ -76,6 +81,7 @@ _FORK_BACKEND_FIELDS: dict[str, dict[str, Spec]] = {
 }  # fmt: skip
 BACKEND_FIELDS = {
     **upstream.BACKEND_FIELDS,
+    "vllm": {**upstream.BACKEND_FIELDS["vllm"], "failover": FLAGS},
     "trtllm": {
         **upstream.BACKEND_FIELDS["trtllm"], "prefill_extra_args": AnyValue(), "decode_extra_args": AnyValue(),
         "aggregated_extra_args": AnyValue(),
@@ -83,16 +89,53 @@ BACKEND_FIELDS = {
     **_FORK_BACKEND_FIELDS,
 }  # fmt: skip
 
+STRINGS = ListOf(SStr(False))
+PHASE = _extend(upstream.PHASE, {"capture_scope": Choice(("selected", "all"), nullable=False),
+                                 "worker_index": LInt(False), "worker_rank": LInt(False)})  # fmt: skip
+HOST_SETUP = _section(
+    {
+        "commands": STRINGS, "teardown": STRINGS, "nodes": Choice(("all", "workers"), nullable=False),
+        "ignore_failure": LBool(), "timeout_seconds": LInt(False),
+    }
+)  # fmt: skip
+_REPORTING = upstream.REPORTING.fields
+
 TOP_V1 = Fields(
     {
         **upstream.TOP_FIELDS,
         "schema": Choice((1, 2)),
+        "resources": Fields(
+            {**upstream.RESOURCES.fields, "prefill_critical": LBool(), "decode_critical": LBool(),
+             "agg_critical": LBool()},
+            nullable=False,
+        ),  # gpu_type may come from srtslurm.yaml (default_gpu_type)
         "backend": upstream.Backend(BACKEND_FIELDS, NAME, ((), "")),
-        "frontend": _extend(upstream.FRONTEND, {"type": Str(*FRONTENDS), "placement": PLACEMENT}),
-        "dynamo": _extend(upstream.DYNAMO, {"source": MapOf()}),
+        "frontend": _extend(upstream.FRONTEND, {"placement": PLACEMENT, "worker_selection": FLAGS,
+                                                "container_image": SStr()}),
+        "dynamo": _extend(upstream.DYNAMO, {
+            "source": MapOf(), "sidecar": LBool(), "sidecar_port": LInt(False), "sidecar_binary": SStr(),
+            "sidecar_startup_timeout": LInt(False), "sidecar_context_length": LInt(), "sidecar_args": STRINGS,
+        }),
+        "profiling": _extend(upstream.PROFILING, {
+            "prefill": PHASE, "decode": PHASE, "aggregated": PHASE, "nsys_trace": SStr(False),
+            "trace_fork_before_exec": LBool(null=True), "capture_range_end": SStr(False),
+            "nsys_library_paths": STRINGS,
+        }),
+        "reporting": Fields(
+            {
+                **_REPORTING,
+                "status": _extend(_REPORTING["status"], {"token_env": SStr()}),
+                "s3": _extend(_REPORTING["s3"], {"exclude": STRINGS, "archive": STRINGS}),
+            },
+            nullable=True,
+        ),
+        "host_setup": HOST_SETUP,
+        "services": ListOf(MapOf(), nullable=False),
+        "post_eval": _section({"passthrough_env": STRINGS, "command": STRINGS}),
         "benchmark": Fields(
             {**_extend(upstream.BENCHMARK, {}).fields, "tokenizer_mode": SStr(),
-             "stream_output": LBool(), "placement": PLACEMENT},
+             "stream_output": LBool(), "placement": PLACEMENT, "agentperf_client_dir": SStr(),
+             "agentperf_config": SStr()},
             nullable=False, extra=_benchmark_rules,
         ),
         "sweep": MapOf(),
@@ -161,7 +204,7 @@ _BENCH_V2: dict[str, Spec] = {
 }  # fmt: skip
 _V2_FRONTEND = Fields(
     {
-        "type": Str(*FRONTENDS), "enable_multiple_frontends": Bool(), "num_additional_frontends": Int(),
+        "type": Str(), "enable_multiple_frontends": Bool(), "num_additional_frontends": Int(),
         "nginx_container": Str(), "nginx_raise_ulimit": Bool(), "args": FLAGS, "env": ENV,
         "ctx_router": MapOf(), "gen_router": MapOf(), "server_config_extra": MapOf(),
         "dedicated_node": Bool(), "placement": PLACEMENT,
@@ -188,6 +231,11 @@ TOP_V2 = Fields(
 def check(config: dict[str, Any], out: Checker, *, extra_top: dict[str, Spec]) -> None:
     """The fork's schema and rules for one job's config (topology rules are the loader's)."""
     config = {k: v for k, v in config.items() if k not in extra_top}
+    frontend = config.get("frontend")
+    kind = frontend.get("type") if isinstance(frontend, dict) else None
+    if isinstance(kind, str) and kind not in FRONTENDS:  # frontend types are open-ended in the fork
+        out.warning(("frontend", "type"), f"{kind!r} is not a frontend of {NAME} as the console knows it "
+                    f"({', '.join(FRONTENDS)})")  # fmt: skip
     if config.get("schema") == 2:
         TOP_V2.check(config, (), out)
         return

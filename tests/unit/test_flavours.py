@@ -135,9 +135,18 @@ def test_an_unknown_key_never_blocks_when_the_flavour_is_not_known(write_recipe:
     assert fork.ok and "not in the fork's srtctl" in fork.warnings[0].message
 
 
-def test_a_key_of_one_flavour_says_whose_it_is(write_recipe: Write) -> None:
-    path = write_recipe(AGG.replace("req_rate: inf}", "req_rate: inf, tokenizer_mode: slow}"))
+@pytest.mark.parametrize(
+    ("old", "new", "field"),
+    [
+        ("req_rate: inf}", "req_rate: inf, tokenizer_mode: slow}", "benchmark.tokenizer_mode"),
+        ("agg_workers: 1}", "agg_workers: 1, agg_critical: false}", "resources.agg_critical"),
+        ("precision: bf16}", "precision: bf16}\nhost_setup: {commands: [nvidia-smi -lgc 1980]}", "host_setup"),
+    ],
+)
+def test_a_key_of_one_flavour_says_whose_it_is(write_recipe: Write, old: str, new: str, field: str) -> None:
+    path = write_recipe(AGG.replace(old, new))
     (warning,) = load_recipe(path).warnings
+    assert warning.field == field
     assert warning.message == "unknown key of upstream srtctl (the fork's srtctl has it)"
     (error,) = load_recipe(path, flavour=UPSTREAM).errors
     assert "(the fork's srtctl has it)" in error.message
