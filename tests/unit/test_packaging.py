@@ -31,6 +31,15 @@ def test_console_never_imports_textual() -> None:
     assert leaked.strip() == "[]"
 
 
+def test_layering_contracts_hold() -> None:
+    """pyproject's import-linter contracts: console never imports screens or textual, screens
+    never import the demo engine."""
+    tool = Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run([str(tool)], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 kept, 0 broken" in out.stdout
+
+
 @pytest.mark.slow
 def test_wheel_ships_recipes_and_assets(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
