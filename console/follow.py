@@ -51,7 +51,6 @@ import contextlib
 import json
 import logging
 import posixpath
-import random
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -60,6 +59,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from console.backoff import Backoff
 from console.transport.base import StreamingProcess, Transport, TransportError
 
 log = logging.getLogger(__name__)
@@ -612,10 +612,10 @@ class Follower:
             return header, payload
 
     async def _run(self) -> None:
-        failures = 0
+        backoff = Backoff(self.backoff_initial, self.backoff_max, HEALTHY_AFTER_S)
         try:
             while not self._closed:
-                started = time.monotonic()
+                backoff.began()
                 reason = ""
                 try:
                     await self._session()
@@ -637,10 +637,7 @@ class Follower:
                     await self._end_session()
                 if self._closed:
                     break
-                if time.monotonic() - started > HEALTHY_AFTER_S:
-                    failures = 0
-                delay = min(self.backoff_max, self.backoff_initial * 2**failures) * random.uniform(0.8, 1.2)
-                failures += 1
+                delay = backoff.next_delay()
                 self.restarts += 1
                 await self._emit_status(AgentState.RESTARTING, f"{reason}; restarting in {delay:.1f} s")
                 await asyncio.sleep(delay)
