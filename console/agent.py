@@ -110,8 +110,17 @@ def result_name(name: str, in_fixed_seq: bool) -> bool:
     return in_fixed_seq and _FIXED_SEQ.search(name) is not None
 
 
-def literal_union(words: List[str]) -> bytes:
-    """A regex source matching any of ``words`` (lowercase), factored as a trie."""
+# The keyword prefilter, also the console's (console.signatures compiles these sources for text;
+# here they are compiled for bytes). Every keyword is searched from one of a few "lead"
+# characters on: one regex per lead character, each a trie of keyword suffixes starting with
+# it, so the regex engine runs its fast single-character scan and tries the trie only where
+# that character occurs. Few lead characters (most keywords hold an "e") keep a line's cost at
+# a handful of fast scans.
+
+
+def literal_union(words: List[str]) -> str:
+    """A regex source matching any of ``words``, factored as a trie: where the first character
+    is shared, the engine scans for it and tries at most one branch per next character."""
     trie: Dict[str, Any] = {}
     for word in words:
         node = trie
@@ -127,13 +136,13 @@ def literal_union(words: List[str]) -> bytes:
             return "(?:" + "|".join(branches) + ")?"
         return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
-    return build(trie).encode("utf-8")
+    return build(trie)
 
 
-def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
-    """Regexes that together find every line holding a keyword; each is led by one literal
-    character, so the regex engine skips quickly over text without it."""
+def prefilter_sources(keywords: List[str]) -> List[str]:
+    """Regex sources that together find every (lowercased) text holding a keyword."""
     remaining = set(k.lower() for k in keywords if k)
+    # A keyword that contains another one adds nothing to a union.
     remaining = set(k for k in remaining if not any(o != k and o in k for o in remaining))
     if not remaining:
         return []
@@ -142,6 +151,7 @@ def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
         need = min(len(keyword), MIN_SUFFIX)
         return keyword.find(ch, 0, len(keyword) - need + 1)
 
+    # Lead characters chosen greedily (the one that covers most keywords first) ...
     leads: List[str] = []
     uncovered = set(remaining)
     while uncovered:
@@ -153,11 +163,18 @@ def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
         lead = max(sorted(counts), key=lambda c: counts[c])
         leads.append(lead)
         uncovered = set(k for k in uncovered if lead_position(k, lead) < 0)
+    # ... then each keyword searched from its earliest lead character: the longest suffix is
+    # the most selective one.
     groups: Dict[str, Set[str]] = dict((lead, set()) for lead in leads)
     for keyword in remaining:
         start = min(p for p in (lead_position(keyword, lead) for lead in leads) if p >= 0)
         groups[keyword[start]].add(keyword[start:])
-    return [re.compile(literal_union(sorted(words))) for words in groups.values() if words]
+    return [literal_union(sorted(words)) for words in groups.values() if words]
+
+
+def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
+    """The prefilter compiled for the bytes of a log."""
+    return [re.compile(source.encode("utf-8")) for source in prefilter_sources(keywords)]
 
 
 class Output:

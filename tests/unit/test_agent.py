@@ -729,3 +729,15 @@ def _attempt(store: Store) -> int:
     sweep = store.add_sweep("s", "local", ["r.yaml"])
     arm = store.add_arm(sweep, "arm", "r.yaml", None, None, "a: 1\n", {})
     return store.add_attempt(arm, "local", "demo", "a: 1\n", [4]).id
+
+
+def test_the_matchers_prefilter_is_the_agents() -> None:
+    """One keyword prefilter: the agent's, compiled for bytes there and for text by the matcher."""
+    agent = agent_module
+    matcher = default_matcher()
+    sources = agent.prefilter_sources(list(matcher.keywords))
+    assert sources and [g.pattern for g in matcher._gates] == sources
+    assert [g.pattern for g in agent.keyword_gates(list(matcher.keywords))] == [s.encode() for s in sources]
+    line = "2024-01-01 12:00:00 RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert matcher.match_line(line) is not None
+    assert any(g.search(line.lower().encode()) for g in agent.keyword_gates(list(matcher.keywords)))
