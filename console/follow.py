@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from console.backoff import Backoff
+from console.results.names import remote_kind
 from console.transport.base import StreamingProcess, Transport, TransportError
 
 log = logging.getLogger(__name__)
@@ -886,16 +887,6 @@ def take_lines(directory: str, name: str, fs: _FileState, data: bytes) -> LinesE
 _LOG_NAME = re.compile(r"\.(out|log|err)$")
 
 
-def _is_result(name: str, in_fixed_seq: bool) -> bool:
-    if not name.endswith(".json") or name.endswith(".pytorch.json"):
-        return False
-    if name == "benchmark-rollup.json" or name.startswith("results_concurrency_"):
-        return True
-    if re.search(r"concurrency_\d+_req_rate_", name):
-        return True
-    return in_fixed_seq and re.search(r"-c\d+\.json$", name) is not None
-
-
 async def _tail_head_tail(
     transport: Transport, directory: str, file: str, path: str, head: int, tail: int, timeout: float
 ) -> ResultEvent:
@@ -932,20 +923,18 @@ class _TailMode:
         self.tasks.clear()
 
     async def _list(self, state: _WatchState) -> list[tuple[str, str]]:
-        roots = [posixpath.join(state.dir, "logs")]
-        if state.results:
-            roots.append(posixpath.join(state.results, "fixed-seq"))
-        argv = ["find", *roots, "-maxdepth", "2", "-type", "f"]
-        result = await self.f.transport.run(argv, timeout=30)
-        found: list[tuple[str, str]] = []
+        # The agent's places: logs under logs/ (to one subdir down), result files by the shared rules.
+        script = 'find "$1" -maxdepth 3 -type f; [ -n "$2" ] && [ -d "$2" ] && find "$2" -maxdepth 2 -type f; true'
+        result = await self.f.transport.run(["sh", "-c", script, "sh", state.dir, state.results or ""], timeout=30)
+        found: dict[str, str] = {}
+        logs = posixpath.join(state.dir.rstrip("/"), "logs") + "/"
         for path in result.stdout.splitlines():
-            name = posixpath.basename(path)
             rel = posixpath.relpath(path, state.dir)
-            if _LOG_NAME.search(name):
-                found.append((rel, "log"))
-            elif _is_result(name, posixpath.basename(posixpath.dirname(path)) == "fixed-seq"):
-                found.append((rel, "result"))
-        return found
+            if path.startswith(logs) and _LOG_NAME.search(path):
+                found[rel] = "log"
+            elif remote_kind(path, state.dir, state.results) is not None:
+                found[rel] = "result"
+        return list(found.items())
 
     async def _watch(self, state: _WatchState) -> None:
         followers: dict[str, asyncio.Task[None]] = {}

@@ -13,9 +13,6 @@ each file's head and tail bytes, never a whole file).
 from __future__ import annotations
 
 import copy
-import csv
-import io
-import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,22 +24,20 @@ from console.ids import arm_ref, attempt_ref
 from console.recipes import load_recipe, parse_concurrencies
 from console.recipes.yamlio import dump
 from console.results import (
-    DEFAULT_HEAD_BYTES,
-    DEFAULT_TAIL_BYTES,
+    AttemptPoints,
+    LocalFiles,
     PointResult,
-    arm_points,
-    merge_attempts,
-    parse_result_name,
-    point_from_bytes,
-    read_points,
-    running_concurrency,
+    RemoteFiles,
+    ResultFiles,
+    arm_view,
+    read_attempt_points,
+    read_local_points,
 )
 from console.store import SUBMIT_FAILED, ArmRow, AttemptRow, Store
 
 if TYPE_CHECKING:
     from console.diagnosis import Diagnosis
     from console.engine import Engine
-    from console.transport.base import Transport
 
 __all__ = [
     "FAILED_STATES",
@@ -59,9 +54,6 @@ __all__ = [
     "missing_points",
     "plan_rerun",
     "plan_sweep_reruns",
-    "points_csv",
-    "points_rows",
-    "read_remote_points",
     "rerun",
 ]
 
@@ -80,7 +72,6 @@ FAILED_STATES = frozenset(
         SUBMIT_FAILED,
     }
 )
-BENCHMARK_OUT_TAIL = 64 * 1024
 
 
 class RerunRefused(Exception):
@@ -91,15 +82,6 @@ class _View(Protocol):
     """What the arm view needs of a monitor's per-attempt view."""
 
     points: dict[int, PointResult]
-
-
-@dataclass(frozen=True)
-class AttemptPoints:
-    """The results of one attempt as read now, and the point it is measuring (live attempts)."""
-
-    points: list[PointResult]
-    running: int | None = None
-    bytes_read: int = 0
 
 
 # --------------------------------------------------------------------------- grids
@@ -155,109 +137,6 @@ def derive_missing(config: Mapping[str, Any], missing: Sequence[int]) -> dict[st
 # --------------------------------------------------------------------------- reading points
 
 
-def _local_points(attempt: AttemptRow, gpus: int | None, running: bool) -> AttemptPoints:
-    if not attempt.output_dir:
-        return AttemptPoints([])
-    job_dir = Path(attempt.output_dir)
-    results_root = Path(attempt.results_dir).parent if attempt.results_dir else None
-    points = read_points(job_dir, results_root=results_root, job_id=attempt.job_id, gpus=gpus)
-    conc = None
-    if running:
-        try:
-            with open(job_dir / "logs" / "benchmark.out", "rb") as f:
-                f.seek(0, 2)
-                size = f.tell()
-                f.seek(max(0, size - BENCHMARK_OUT_TAIL))
-                conc = running_concurrency(f.read().decode("utf-8", "replace"))
-        except OSError:
-            conc = None
-    return AttemptPoints(points, conc, sum(p.bytes_read for p in points))
-
-
-def _allowed(path: str, job_dir: str, results_dir: str | None) -> set[str]:
-    parent = posixpath.dirname(path)
-    if results_dir and parent == posixpath.join(results_dir.rstrip("/"), "fixed-seq"):
-        return {"fixed-seq", "collected"}
-    logs = posixpath.join(job_dir.rstrip("/"), "logs")
-    if parent == logs:
-        return {"legacy"}
-    if posixpath.dirname(parent) == logs:
-        return (
-            {"sa-bench", "legacy", "fixed-seq"} if posixpath.basename(parent) == "fixed-seq" else {"sa-bench", "legacy"}
-        )
-    if parent == job_dir.rstrip("/"):
-        return {"legacy"}
-    return set()
-
-
-async def read_remote_points(
-    transport: Transport,
-    job_dir: str,
-    *,
-    results_dir: str | None = None,
-    gpus: int | None = None,
-    running: bool = False,
-    head_bytes: int = DEFAULT_HEAD_BYTES,
-    tail_bytes: int = DEFAULT_TAIL_BYTES,
-) -> AttemptPoints:
-    """Every result of one job on a remote machine: one listing, then each file's head and tail.
-
-    A file no larger than ``head_bytes + tail_bytes`` is read in one range; a larger one as
-    ``read_file(path, 0, head_bytes)`` and ``read_file(path, -tail_bytes)``.
-    """
-    roots = [job_dir]
-    if results_dir:
-        roots.append(posixpath.join(results_dir, "fixed-seq"))
-    script = 'for d in "$@"; do [ -d "$d" ] && find "$d" -maxdepth 3 -type f -name "*.json" -printf "%s\\t%p\\n"; done'
-    listing = await transport.run(["sh", "-c", script, "sh", *roots], timeout=60)
-    found: list[tuple[str, int]] = []
-    for line in listing.stdout.splitlines():
-        size_text, _, path = line.partition("\t")
-        if not path or not size_text.isdigit():
-            continue
-        parsed = parse_result_name(posixpath.basename(path))
-        if parsed is None or parsed.kind == "rollup" or parsed.kind not in _allowed(path, job_dir, results_dir):
-            continue
-        found.append((path, int(size_text)))
-    found.sort(key=lambda item: (parse_result_name(item[0]).concurrency or 0, item[0]))  # type: ignore[union-attr]
-    points: list[PointResult] = []
-    total = 0
-    for path, size in found:
-        try:
-            if size <= head_bytes + tail_bytes:
-                head = await transport.read_file(path, 0, head_bytes + tail_bytes)
-                tail = b""
-                whole = True
-            else:
-                head = await transport.read_file(path, 0, head_bytes)
-                tail = await transport.read_file(path, -tail_bytes)
-                whole = False
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            conc = parse_result_name(path)
-            points.append(
-                PointResult(
-                    conc.concurrency or 0 if conc else 0,
-                    "invalid",
-                    file=path,
-                    gpus=gpus,
-                    invalid_reason=f"cannot read: {exc}",
-                )
-            )
-            continue
-        total += len(head) + len(tail)
-        points.append(point_from_bytes(path, head, tail, max(size, len(head)), head_is_whole=whole, gpus=gpus))
-    conc_running = None
-    if running:
-        try:
-            text = await transport.read_file(posixpath.join(job_dir, "logs", "benchmark.out"), -BENCHMARK_OUT_TAIL)
-            conc_running = running_concurrency(text.decode("utf-8", "replace"))
-        except OSError:
-            conc_running = None
-    return AttemptPoints(points, conc_running, total)
-
-
 def _gpus(arm: ArmRow | None) -> int | None:
     total = arm.summary.get("total_gpus") if arm else None
     return total if isinstance(total, int) and total > 0 else None
@@ -267,11 +146,13 @@ async def fetch_attempt_points(engine: Engine, attempt: AttemptRow) -> AttemptPo
     """One attempt's results: local files with seeks, or through its cluster's transport."""
     gpus = _gpus(engine.store.arm(attempt.arm_id))
     profile = engine.profiles.get(attempt.cluster)
-    if profile is None or profile.ssh is None or not attempt.output_dir:
-        return _local_points(attempt, gpus, attempt.live)
-    transport = engine.runtime(attempt.cluster).transport
-    return await read_remote_points(
-        transport, attempt.output_dir, results_dir=attempt.results_dir, gpus=gpus, running=attempt.live
+    if not attempt.output_dir:
+        return AttemptPoints([])
+    files: ResultFiles = LocalFiles()
+    if profile is not None and profile.ssh is not None:
+        files = RemoteFiles(engine.runtime(attempt.cluster).transport)
+    return await read_attempt_points(
+        files, attempt.output_dir, results_dir=attempt.results_dir, gpus=gpus, running=attempt.live
     )
 
 
@@ -329,20 +210,22 @@ def arm_points_view(
     if arm is None:
         raise RerunRefused(f"no arm {arm_ref(arm_id)}")
     gpus = _gpus(arm)
-    per_attempt: list[tuple[str, Sequence[PointResult]]] = []
+    per_attempt: list[tuple[str, Sequence[int], Sequence[PointResult], int | None]] = []
     for attempt in store.attempts(arm_id):
         got = (attempt_points or {}).get(attempt.id)
         if got is None:
             view = (monitor_views or {}).get(attempt.id)
             if view is not None and (view.points or attempt.live):
                 got = AttemptPoints(list(view.points.values()))
+            elif attempt.output_dir:
+                got = read_local_points(
+                    attempt.output_dir, results_dir=attempt.results_dir, gpus=gpus, running=attempt.live
+                )
             else:
-                got = _local_points(attempt, gpus, attempt.live)
+                got = AttemptPoints([])
         running = got.running if attempt.live else None
-        points = arm_points(attempt.concurrencies, got.points, running)
-        per_attempt.append((attempt_ref(attempt.arm_id, attempt.number), points))
-    merged = merge_attempts(per_attempt)
-    return arm_points(expected_points(arm), merged)
+        per_attempt.append((attempt_ref(attempt.arm_id, attempt.number), attempt.concurrencies, got.points, running))
+    return arm_view(expected_points(arm), per_attempt)
 
 
 def missing_points(points: Iterable[PointResult], expected: Sequence[int] | None = None) -> list[int]:
@@ -592,75 +475,3 @@ def last_attempt_diagnosis(
     if last.output_dir and Path(last.output_dir).is_dir():
         return diagnose_output_dir(last.output_dir, last.state)
     return None
-
-
-# --------------------------------------------------------------------------- export
-
-CSV_COLUMNS = (
-    "arm",
-    "attempt",
-    "concurrency",
-    "status",
-    "output_tok_s",
-    "total_tok_s",
-    "tok_s_per_gpu",
-    "tok_s_per_user",
-    "ttft_mean_ms",
-    "ttft_median_ms",
-    "ttft_p99_ms",
-    "tpot_mean_ms",
-    "tpot_median_ms",
-    "tpot_p99_ms",
-    "itl_mean_ms",
-    "itl_median_ms",
-    "itl_p99_ms",
-    "e2el_mean_ms",
-    "e2el_median_ms",
-    "e2el_p99_ms",
-    "completed",
-    "gpus",
-    "file",
-    "reason",
-)
-
-
-def points_rows(arm_name: str | None, points: Iterable[PointResult]) -> list[dict[str, Any]]:
-    """JSON documents of points (``PointResult.to_json()``), with the arm named when given."""
-    rows = []
-    for p in points:
-        doc = p.to_json()
-        if arm_name is not None:
-            doc = {"arm": arm_name, **doc}
-        rows.append(doc)
-    return rows
-
-
-def points_csv(rows: Iterable[Mapping[str, Any]]) -> str:
-    """CSV text of point documents (as :func:`points_rows` makes them), one line per point."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for doc in rows:
-        flat: dict[str, Any] = {
-            k: doc.get(k)
-            for k in (
-                "arm",
-                "attempt",
-                "concurrency",
-                "status",
-                "output_tok_s",
-                "total_tok_s",
-                "tok_s_per_gpu",
-                "tok_s_per_user",
-                "completed",
-                "gpus",
-                "file",
-            )
-        }
-        flat["reason"] = doc.get("invalid_reason")
-        for metric in ("ttft", "tpot", "itl", "e2el"):
-            stats = doc.get(f"{metric}_ms") or {}
-            for stat in ("mean", "median", "p99"):
-                flat[f"{metric}_{stat}_ms"] = stats.get(stat)
-        writer.writerow(["" if flat.get(c) is None else flat[c] for c in CSV_COLUMNS])
-    return out.getvalue()

@@ -37,11 +37,9 @@ from console.rerun import (
     expected_points,
     fetch_arm_points,
     plan_rerun,
-    points_csv,
-    points_rows,
     rerun,
 )
-from console.results import PointResult, arm_points, merge_attempts, running_concurrency
+from console.results import PointResult, arm_view, points_csv, points_rows, running_concurrency
 from console.store import ArmRow, AttemptRow
 from screens.dialogs import ConfirmDialog
 from screens.messages import AttemptUpdated, LogLinesArrived, PointUpdated
@@ -99,12 +97,18 @@ class ArmResults:
         self.shown: dict[int, PointResult] = {}
 
     def merged(self) -> list[PointResult]:
-        per_attempt = []
-        for attempt in sorted(self.attempts.values(), key=lambda a: a.number):
-            running = self.running.get(attempt.id) if attempt.live else None
-            points = arm_points(attempt.concurrencies, self.points.get(attempt.id, {}).values(), running)
-            per_attempt.append((attempt_ref(attempt.arm_id, attempt.number), points))
-        return arm_points(self.expected, merge_attempts(per_attempt))
+        return arm_view(
+            self.expected,
+            (
+                (
+                    attempt_ref(attempt.arm_id, attempt.number),
+                    attempt.concurrencies,
+                    self.points.get(attempt.id, {}).values(),
+                    self.running.get(attempt.id) if attempt.live else None,
+                )
+                for attempt in sorted(self.attempts.values(), key=lambda a: a.number)
+            ),
+        )
 
 
 class ResultsScreen(Screen[None]):

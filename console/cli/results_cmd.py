@@ -27,10 +27,9 @@ from console.rerun import (
     grid_of,
     last_attempt_diagnosis,
     plan_rerun,
-    points_csv,
     rerun,
 )
-from console.results import PointResult, arm_points, read_job_metadata, read_points
+from console.results import PointResult, arm_points, points_csv, read_job_metadata, read_points
 from console.store import ArmRow, AttemptRow
 from console.transport.base import TransportError
 

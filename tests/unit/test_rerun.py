@@ -22,11 +22,9 @@ from console.rerun import (
     missing_points,
     plan_rerun,
     plan_sweep_reruns,
-    points_csv,
-    points_rows,
     rerun,
 )
-from console.results import PointResult
+from console.results import PointResult, points_csv, points_rows
 from console.store import Store
 from tests.conftest import RECIPES, SEED_DIR
 
