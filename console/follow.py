@@ -904,6 +904,7 @@ class _TailMode:
         self.f = follower
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.slots = asyncio.Semaphore(max(0, follower.max_tails))
+        self.closed = False
 
     def watch(self, state: _WatchState) -> None:
         if state.dir not in self.tasks:
@@ -915,12 +916,16 @@ class _TailMode:
             task.cancel()
 
     async def close(self) -> None:
-        for task in self.tasks.values():
-            task.cancel()
-        for task in self.tasks.values():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        self.closed = True
+        tasks = list(self.tasks.values())
         self.tasks.clear()
+        # Cancelled again until done: asyncio.wait_for (Python < 3.12) can swallow a cancellation
+        # that arrives as its command finishes, and the loop would then run on.
+        while tasks:
+            for task in tasks:
+                task.cancel()
+            _done, pending = await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_S / 10)
+            tasks = list(pending)
 
     async def _list(self, state: _WatchState) -> list[tuple[str, str]]:
         # The agent's places: logs under logs/ (to one subdir down), result files by the shared rules.
@@ -940,7 +945,7 @@ class _TailMode:
         followers: dict[str, asyncio.Task[None]] = {}
         seen_results: dict[str, int] = {}
         try:
-            while True:
+            while not self.closed:
                 try:
                     files = await self._list(state)
                 except (TransportError, OSError) as exc:
