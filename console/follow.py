@@ -180,6 +180,13 @@ class AgentStatus:
     mode: str = "agent"
     since: float = field(default_factory=time.time)
 
+    @property
+    def summary(self) -> str:
+        """The log stream's state as an operator reads it: following, or lost and why."""
+        if self.state is AgentState.RUNNING:
+            return "following" if self.mode == "agent" else "following (tail -F)"
+        return f"{self.state.value}: {self.message}" if self.message else self.state.value
+
 
 FollowEvent: TypeAlias = (
     FileEvent | FileGoneEvent | LinesEvent | CandidatesEvent | ResultEvent | ResetEvent | AgentStatus

@@ -15,12 +15,13 @@ from textual.widgets import Footer, Header, Static
 from console.model import Recipe
 from console.recipes import load_recipe, load_targets
 from console.recipes.loader import RECIPE_SUFFIXES
-from screens.messages import RecipeSelected, RecipesLoaded
+from console.session import Session
+from screens.messages import LaunchRequested, RecipeSelected, RecipesLoaded, ReportsWorkerErrors
 from screens.widgets.recipe_preview import RecipePreview
 from screens.widgets.recipe_tree import RecipeTree
 
 
-class RecipesScreen(Screen[None]):
+class RecipesScreen(ReportsWorkerErrors, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload"),
         Binding("p", "show_tab('tab-problems')", "Problems"),
@@ -30,10 +31,11 @@ class RecipesScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, roots: list[Path], notes: list[str] | None = None) -> None:
+    def __init__(self, roots: list[Path], notes: list[str] | None = None, session: Session | None = None) -> None:
         super().__init__()
         self.roots = roots
         self.notes = notes or []
+        self.session = session
         self.recipes: dict[str, Recipe] = {}
         self.selected: str | None = None
 
@@ -97,12 +99,11 @@ class RecipesScreen(Screen[None]):
 
     def action_launch(self) -> None:
         """Confirm, then launch every arm of the selected recipe file."""
-        from screens.app import SrtConsole
         from screens.dialogs import LaunchDialog
 
-        app = self.app
+        session = self.session
         recipe = self.recipes.get(self.selected or "")
-        if not isinstance(app, SrtConsole) or app.engine is None:
+        if session is None:
             self.notify("No store: launching is unavailable", severity="error")
             return
         if recipe is None:
@@ -114,10 +115,10 @@ class RecipesScreen(Screen[None]):
 
         def chosen(cluster: str | None) -> None:
             if cluster:
-                app.launch(recipe, cluster)
+                self.post_message(LaunchRequested(recipe, cluster))  # the app submits it
 
-        dialog = LaunchDialog(f"Launch {recipe.path}", list(recipe.arms), app.profiles, app.default_cluster)
-        app.push_screen(dialog, chosen)
+        dialog = LaunchDialog(f"Launch {recipe.path}", list(recipe.arms), session.profiles, session.default_cluster)
+        self.app.push_screen(dialog, chosen)
 
     def action_show_tab(self, tab: str) -> None:
         from textual.widgets import TabbedContent

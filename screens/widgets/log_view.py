@@ -1,6 +1,6 @@
 """A fast view of one attempt's log files, one file at a time.
 
-:class:`LogLines` is a ``ScrollView`` on Textual's Line API: it holds at most ``max_lines``
+:class:`LogBody` is a ``ScrollView`` on Textual's Line API: it holds at most ``max_lines``
 lines per file, renders only the rows on screen, and keeps rendered rows in an LRU cache of
 strips. Live lines arrive in batches and are coalesced: a lone line is shown at once, a burst
 by one refresh per ``FLUSH_S``. A file is first shown from its last ``TAIL_BYTES`` (read through
@@ -45,6 +45,7 @@ from textual.widgets import Input, Static
 
 from console.sanitize import clean_line
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE
+from screens.messages import ReportsWorkerErrors
 
 MAX_LINES = 20_000
 """Lines kept in memory per file; older ones are paged back in on demand."""
@@ -154,7 +155,7 @@ class FileBuffer:
         return i if 0 <= i < len(self.lines) else None
 
 
-class LogLines(ScrollView, can_focus=True):
+class LogBody(ScrollView, can_focus=True):
     """The scrolling body: rows of the current file (filtered or not), drawn line by line."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -166,16 +167,16 @@ class LogLines(ScrollView, can_focus=True):
         "log-lines--cursor",
     }
     DEFAULT_CSS = """
-    LogLines {
+    LogBody {
         background: $surface;
         scrollbar-size-vertical: 1;
     }
-    LogLines > .log-lines--gutter { color: $text-muted; }
-    LogLines > .log-lines--fatal { color: $error; text-style: bold; }
-    LogLines > .log-lines--error { color: $error; }
-    LogLines > .log-lines--warning { color: $warning; }
-    LogLines > .log-lines--match { background: $warning 60%; }
-    LogLines > .log-lines--cursor { background: $accent 30%; }
+    LogBody > .log-lines--gutter { color: $text-muted; }
+    LogBody > .log-lines--fatal { color: $error; text-style: bold; }
+    LogBody > .log-lines--error { color: $error; }
+    LogBody > .log-lines--warning { color: $warning; }
+    LogBody > .log-lines--match { background: $warning 60%; }
+    LogBody > .log-lines--cursor { background: $accent 30%; }
     """
 
     follow: reactive[bool] = reactive(True, init=False)
@@ -202,7 +203,7 @@ class LogLines(ScrollView, can_focus=True):
         """New rows were shown (one per flush, however many lines arrived)."""
 
         def can_replace(self, message: Message) -> bool:
-            return isinstance(message, LogLines.Flushed)
+            return isinstance(message, LogBody.Flushed)
 
     def __init__(self, *, max_lines: int = MAX_LINES, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
@@ -628,7 +629,7 @@ class _Prompt(Input):
             view.close_prompt()
 
 
-class LogView(Vertical):
+class LogView(ReportsWorkerErrors, Vertical):
     """File selector, prompt, the log body and its status line."""
 
     DEFAULT_CSS = """
@@ -636,14 +637,14 @@ class LogView(Vertical):
     LogView #log-files { height: 1; padding: 0 1; }
     LogView #log-prompt { display: none; height: 3; }
     LogView #log-prompt.-open { display: block; }
-    LogView LogLines { height: 1fr; }
+    LogView LogBody { height: 1fr; }
     LogView #log-status { height: 1; padding: 0 1; color: $text-muted; }
     """
 
     def __init__(self, *, max_lines: int = MAX_LINES, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.files: list[str] = []
-        self.body = LogLines(max_lines=max_lines, id="log-lines")
+        self.body = LogBody(max_lines=max_lines, id="log-lines")
         self._read: RangeReader | None = None
         self._position: PositionOf | None = None
         self._lines_seen: Callable[[str], int] | None = None
@@ -734,23 +735,23 @@ class LogView(Vertical):
             self.add_files(per_file)
             self._show_files()
 
-    @on(LogLines.Flushed)
-    @on(LogLines.FollowChanged)
+    @on(LogBody.Flushed)
+    @on(LogBody.FollowChanged)
     def _refresh_status(self) -> None:
         self._show_status()
 
-    @on(LogLines.Restarted)
-    def _restarted(self, message: LogLines.Restarted) -> None:
+    @on(LogBody.Restarted)
+    def _restarted(self, message: LogBody.Restarted) -> None:
         buf = self.body.buffer(message.file)
         if not buf.loading:
             self.notice = f"{file_label(message.file)} started over: reading its end again"
             self.load_tail(message.file)
 
-    @on(LogLines.AtTop)
+    @on(LogBody.AtTop)
     def _at_top(self) -> None:
         self.load_older()
 
-    @on(LogLines.AtBottom)
+    @on(LogBody.AtBottom)
     def _at_bottom(self) -> None:
         self.load_newer()
 
