@@ -260,7 +260,7 @@ class RecordReader:
 
 
 @dataclass
-class _FileState:
+class _StreamState:
     kind: str = "log"
     offset: int = 0  # bytes before it were delivered (as lines or as a triaged backlog)
     lines: int | None = 0  # complete lines before offset (None: not known yet)
@@ -279,7 +279,7 @@ class _FileState:
 class _WatchState:
     dir: str
     results: str | None
-    files: dict[str, _FileState] = field(default_factory=dict)
+    files: dict[str, _StreamState] = field(default_factory=dict)
     committed: dict[str, tuple[int, int | None]] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     last_persist: float = 0.0
@@ -397,7 +397,7 @@ class Follower:
                 count = (lines or {}).get(name)
                 if offset == 0:
                     count = 0
-                state.files[name] = _FileState(offset=max(0, int(offset)), lines=count)
+                state.files[name] = _StreamState(offset=max(0, int(offset)), lines=count)
                 state.committed[name] = (max(0, int(offset)), count)
             self._watches[directory] = state
         else:
@@ -750,14 +750,14 @@ class Follower:
 
     # -- records ------------------------------------------------------------------------------
 
-    def _file(self, header: Mapping[str, Any]) -> tuple[_WatchState, str, _FileState] | None:
+    def _file(self, header: Mapping[str, Any]) -> tuple[_WatchState, str, _StreamState] | None:
         state = self._watches.get(str(header.get("dir")))
         if state is None:
             return None  # unwatched meanwhile
         name = str(header.get("file"))
         fs = state.files.get(name)
         if fs is None:
-            fs = state.files[name] = _FileState()
+            fs = state.files[name] = _StreamState()
         return state, name, fs
 
     async def _handle(self, header: dict[str, Any], payload: bytes | None) -> None:
@@ -826,7 +826,7 @@ class Follower:
                 )
             )
 
-    async def _on_data(self, state: _WatchState, name: str, fs: _FileState, offset: int, data: bytes) -> None:
+    async def _on_data(self, state: _WatchState, name: str, fs: _StreamState, offset: int, data: bytes) -> None:
         expected = fs.expected
         if offset < expected:  # already have some of it
             data = data[expected - offset :]
@@ -855,7 +855,7 @@ class _InterpreterMissing(TransportError):
     pass
 
 
-def take_lines(directory: str, name: str, fs: _FileState, data: bytes) -> LinesEvent | None:
+def take_lines(directory: str, name: str, fs: _StreamState, data: bytes) -> LinesEvent | None:
     """Add bytes received after ``fs.expected`` and cut out the complete lines."""
     if fs.lines is None:
         fs.lines = 0
@@ -960,7 +960,7 @@ class _TailMode:
                     files = []
                 for rel, kind in files:
                     if kind == "log" and rel not in followers:
-                        fs = state.files.setdefault(rel, _FileState())
+                        fs = state.files.setdefault(rel, _StreamState())
                         if fs.lines is None:
                             fs.lines = 0 if fs.offset == 0 else None
                         await self.f._emit(FileEvent(state.dir, rel, "log", -1))
@@ -980,7 +980,7 @@ class _TailMode:
             for task in followers.values():
                 task.cancel()
 
-    async def _follow(self, state: _WatchState, rel: str, fs: _FileState) -> None:
+    async def _follow(self, state: _WatchState, rel: str, fs: _StreamState) -> None:
         path = posixpath.join(state.dir, rel)
         while True:
             fs.partial.clear()
@@ -996,7 +996,7 @@ class _TailMode:
                 log.info("tail mode: %s: %s", path, exc)
                 await asyncio.sleep(self.f.tail_poll_s)
 
-    async def _poll_once(self, state: _WatchState, rel: str, fs: _FileState, path: str) -> None:
+    async def _poll_once(self, state: _WatchState, rel: str, fs: _StreamState, path: str) -> None:
         data = await self.f.transport.read_file(path, fs.offset, 4 << 20)
         event = take_lines(state.dir, rel, fs, data)
         fs.partial.clear()  # re-read from the line start next time
@@ -1004,7 +1004,7 @@ class _TailMode:
         if event is not None and event.lines:
             await self.f._emit(event)
 
-    async def _tail(self, state: _WatchState, rel: str, fs: _FileState, path: str) -> None:
+    async def _tail(self, state: _WatchState, rel: str, fs: _StreamState, path: str) -> None:
         proc = await self.f.transport.start(["tail", "-c", f"+{fs.offset + 1}", "-F", "--", path])
         try:
             while True:

@@ -167,7 +167,7 @@ class TriageUpdate:
 
 
 @dataclass
-class _FileState:
+class _FileTriage:
     lines: int = 0
     node: str | None = None
     worker: str | None = None
@@ -189,7 +189,7 @@ class Triage:
     def __init__(self, matcher: Matcher | None = None, *, max_findings: int = MAX_FINDINGS) -> None:
         self.matcher = matcher or default_matcher()
         self.tracker = StageTracker()
-        self._files: dict[str, _FileState] = {}
+        self._files: dict[str, _FileTriage] = {}
         self._findings: list[Observation] = []
         self._groups: dict[tuple[str, str | None, str | None, str | None], list[Any]] = {}
         self._dropped = 0
@@ -281,10 +281,10 @@ class Triage:
 
     # ------------------------------------------------------------------ internals
 
-    def _file(self, file: str) -> _FileState:
+    def _file(self, file: str) -> _FileTriage:
         state = self._files.get(file)
         if state is None:
-            state = _FileState()
+            state = _FileTriage()
             name = PurePath(file).name
             m = WORKER_FILE_RE.match(name)
             if m is not None:
@@ -296,7 +296,7 @@ class Triage:
         return state
 
     @staticmethod
-    def _quote(state: _FileState, text: str) -> bool:
+    def _quote(state: _FileTriage, text: str) -> bool:
         """Whether this sweep-log line quotes a worker's log (FAILURE DETAILS)."""
         body = text
         if body[:1].isdigit():
@@ -315,7 +315,7 @@ class Triage:
         return False
 
     def _observe(
-        self, file: str, state: _FileState, line_no: int, text: str, finding: Finding, quoted: bool = False
+        self, file: str, state: _FileTriage, line_no: int, text: str, finding: Finding, quoted: bool = False
     ) -> Observation:
         captures = finding.captures
         node, worker, mode = state.node, state.worker, state.mode
@@ -365,7 +365,7 @@ class Triage:
             self._dropped += 1
         return observation
 
-    def _time(self, state: _FileState, text: str) -> tuple[float, bool] | None:
+    def _time(self, state: _FileTriage, text: str) -> tuple[float, bool] | None:
         found = line_time(text)
         if found is None:
             # An undated line (a traceback) takes the time of the last dated line above it.
@@ -384,7 +384,7 @@ class Triage:
         return stamp
 
     @staticmethod
-    def _normalise(state: _FileState, found: tuple[float, bool]) -> tuple[float, bool]:
+    def _normalise(state: _FileTriage, found: tuple[float, bool]) -> tuple[float, bool]:
         seconds, has_date = found
         if has_date:
             state.last_date = seconds - seconds % 86400.0

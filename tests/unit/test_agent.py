@@ -31,7 +31,7 @@ from console.follow import (
     RecordReader,
     ResetEvent,
     ResultEvent,
-    _FileState,
+    _StreamState,
     agent_argv,
     agent_source,
     take_lines,
@@ -196,7 +196,7 @@ def test_record_reader_splits_anywhere_and_detects_lost_step() -> None:
 
 
 def test_take_lines_keeps_partial_lines_and_exact_offsets() -> None:
-    fs = _FileState(offset=100, lines=10)
+    fs = _StreamState(offset=100, lines=10)
     event = take_lines("d", "f", fs, b"abc")
     assert event is not None and event.lines == [] and event.partial == "abc" and fs.offset == 100
     event = take_lines("d", "f", fs, b"def\r\nghi\n\xffj")
@@ -208,7 +208,7 @@ def test_take_lines_keeps_partial_lines_and_exact_offsets() -> None:
 
 def test_take_lines_caps_an_overlong_line_but_counts_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("console.follow.MAX_LINE_BYTES", 8)
-    fs = _FileState()
+    fs = _StreamState()
     take_lines("d", "f", fs, b"0123456789")
     take_lines("d", "f", fs, b"abcdef")
     event = take_lines("d", "f", fs, b"xyz\nnext\n")
