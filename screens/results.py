@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -47,17 +48,25 @@ COLUMNS = (
     ("e2el", "E2EL p50 ms"),
     ("completed", "completed"),
 )
-_STATUS_STYLE = {"done": "green", "running": "bold", "missing": "dim", "incomplete": "yellow", "invalid": "red"}
+# Each status's look is a component class of the screen: its colour comes from the theme.
+STATUS_CLASSES = {
+    "done": "results--done",
+    "running": "results--running",
+    "missing": "results--missing",
+    "incomplete": "results--incomplete",
+    "invalid": "results--invalid",
+}
 
 
 def _num(value: float | None, digits: int = 1) -> Text:
     return Text("-" if value is None else f"{value:,.{digits}f}", justify="right")
 
 
-def point_cells(point: PointResult) -> dict[str, Any]:
+def point_cells(point: PointResult, styles: Mapping[str, Style] | None = None) -> dict[str, Any]:
+    """The row of one point; ``styles`` maps a status to its look (plain text without)."""
     return {
         "conc": Text(str(point.concurrency), justify="right"),
-        "status": Text(point.status, style=_STATUS_STYLE.get(point.status, "")),
+        "status": Text(point.status, style=(styles or {}).get(point.status, "")),
         "attempt": point.attempt or "",
         "out": _num(point.output_tok_s),
         "total": _num(point.total_tok_s),
@@ -106,6 +115,15 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
     ]
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(STATUS_CLASSES.values())
+    DEFAULT_CSS = """
+    ResultsScreen > .results--done { color: $success; }
+    ResultsScreen > .results--running { text-style: bold; }
+    ResultsScreen > .results--missing { color: $text-muted; }
+    ResultsScreen > .results--incomplete { color: $warning; }
+    ResultsScreen > .results--invalid { color: $error; }
+    """
+
     def __init__(
         self, session: Session, sweep_id: int, focus_arm_id: int | None = None, export_dir: Path | None = None
     ) -> None:
@@ -150,6 +168,10 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
             self.call_after_refresh(table.scroll_visible)
         self.load_points()
 
+    @property
+    def _status_styles(self) -> dict[str, Style]:
+        return {status: self.get_component_rich_style(name, partial=True) for status, name in STATUS_CLASSES.items()}
+
     def table(self, arm_id: int) -> DataTable[Any]:
         return self.query_one(f"#arm-{arm_id}", DataTable)
 
@@ -190,9 +212,9 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
             previous = state.shown.get(point.concurrency)
             if previous == point:
                 continue
-            cells = point_cells(point)
+            cells = point_cells(point, self._status_styles)
             if key in table.rows:
-                old = point_cells(previous) if previous is not None else {}
+                old = point_cells(previous, self._status_styles) if previous is not None else {}
                 for column, value in cells.items():
                     if old.get(column) != value:
                         table.update_cell(key, column, value)

@@ -24,17 +24,15 @@ from screens.dialogs import ConfirmDialog
 from screens.messages import CoreUpdate, ReportsWorkerErrors
 
 COLUMNS = ("attempt", "sweep", "arm", "cluster", "job", "state", "reason", "elapsed", "nodes")
-_STATE_STYLE = {
-    "COMPLETED": "green",
-    "RUNNING": "bold",
-    "PENDING": "yellow",
-    "SUBMITTING": "yellow",
-    "COMPLETING": "bold",
+# Each state's look is a component class: its colour comes from the theme.
+_STATE_CLASS = {
+    "COMPLETED": "sweeps--done",
+    "RUNNING": "sweeps--live",
+    "PENDING": "sweeps--waiting",
+    "SUBMITTING": "sweeps--waiting",
+    "COMPLETING": "sweeps--live",
 }
-
-
-def state_text(state: str) -> Text:
-    return Text(state, style=_STATE_STYLE.get(state, "red"))
+_FAILED_CLASS = "sweeps--failed"
 
 
 def elapsed_text(attempt: AttemptRow, now: float) -> str:
@@ -57,6 +55,14 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit"),
     ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"sweeps--done", "sweeps--live", "sweeps--waiting", "sweeps--failed"}
+    DEFAULT_CSS = """
+    SweepsScreen > .sweeps--done { color: $success; }
+    SweepsScreen > .sweeps--live { text-style: bold; }
+    SweepsScreen > .sweeps--waiting { color: $warning; }
+    SweepsScreen > .sweeps--failed { color: $error; }
+    """
 
     def __init__(self, session: Session) -> None:
         super().__init__()
@@ -106,7 +112,7 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
             "arm": Text(name),
             "cluster": attempt.cluster,
             "job": attempt.job_id or "-",
-            "state": state_text(attempt.state),
+            "state": self.state_text(attempt.state),
             "reason": Text(attempt.reason or attempt.error or ""),
             "elapsed": elapsed_text(attempt, time.time()),
             "nodes": Text(attempt.nodelist or ""),
@@ -116,6 +122,9 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
                 table.update_cell(key, column, value)
         else:
             table.add_row(*cells.values(), key=key)
+
+    def state_text(self, state: str) -> Text:
+        return Text(state, style=self.get_component_rich_style(_STATE_CLASS.get(state, _FAILED_CLASS), partial=True))
 
     def _tick(self) -> None:
         now = time.time()
