@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from console.demo.sbatch import ENGINE_PATH, arm_plan, render_batch_script
+from console.demo.bundle import engine_script
+from console.demo.sbatch import arm_plan, render_batch_script
 from console.recipes import load_targets
 
 
@@ -57,7 +58,7 @@ def submit(arm, base: Path, config_path: str, cluster: dict[str, object], tags: 
     script = render_batch_script(
         arm,
         job_dir_template=f"{base}/%j",
-        engine_path=str(ENGINE_PATH),
+        engine_path=str(engine_script()),
         config_path=str(plan),
         python=str(cluster.get("python") or "/usr/bin/python3"),
         results_root=str(results),
