@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from console.backoff import Backoff
+from console.lines import decode_line
 from console.results.names import remote_kind
 from console.transport.base import StreamingProcess, Transport, TransportError
 
@@ -289,12 +290,6 @@ _CLOSED = object()
 
 OffsetsCallback: TypeAlias = Callable[[str, dict[str, int]], None]
 EventCallback: TypeAlias = Callable[[FollowEvent], None]
-
-
-def _decode(line: bytes) -> str:
-    if line.endswith(b"\r"):
-        line = line[:-1]
-    return line.decode("utf-8", errors="replace")
 
 
 def _trim(line: str) -> str:
@@ -871,7 +866,7 @@ def take_lines(directory: str, name: str, fs: _StreamState, data: bytes) -> Line
         room = MAX_LINE_BYTES - len(fs.partial)
         fs.partial += data[:room]
         fs.dropped += max(0, len(data) - room)
-        return LinesEvent(directory, name, fs.lines + 1, [], fs.offset, _decode(bytes(fs.partial)))
+        return LinesEvent(directory, name, fs.lines + 1, [], fs.offset, decode_line(bytes(fs.partial)))
     head = bytes(fs.partial) + data[: last + 1] if fs.partial else data[: last + 1]
     # One decode for the whole block: a newline is never part of a UTF-8 sequence, so this is
     # the same as decoding line by line.
@@ -886,7 +881,7 @@ def take_lines(directory: str, name: str, fs: _StreamState, data: bytes) -> Line
     rest = data[last + 1 :]
     fs.partial = bytearray(rest[:MAX_LINE_BYTES])
     fs.dropped = max(0, len(rest) - MAX_LINE_BYTES)
-    return LinesEvent(directory, name, first, lines, fs.offset, _decode(bytes(fs.partial)))
+    return LinesEvent(directory, name, first, lines, fs.offset, decode_line(bytes(fs.partial)))
 
 
 # --------------------------------------------------------------------------- tail fallback
