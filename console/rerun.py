@@ -1,5 +1,7 @@
 """Arm results across attempts, and reruns: the whole arm again, or only its missing points.
 
+(The diagnosis of a job's logs on this machine is :func:`console.triage.diagnose_output_dir`.)
+
 An arm's view merges the points of every attempt (the latest valid result per concurrency,
 with the attempt it came from) against the points the arm expects. A rerun is a new attempt
 of the same arm: exactly the last attempt's resolved config, or a derived config whose grid is
@@ -34,6 +36,7 @@ from console.results import (
     read_local_points,
 )
 from console.store import SUBMIT_FAILED, ArmRow, AttemptRow, Store
+from console.triage import diagnose_output_dir
 
 if TYPE_CHECKING:
     from console.diagnosis import Diagnosis
@@ -46,7 +49,6 @@ __all__ = [
     "RerunRefused",
     "arm_points_view",
     "derive_missing",
-    "diagnose_output_dir",
     "failed_arms",
     "fetch_arm_points",
     "fetch_attempt_points",
@@ -425,39 +427,6 @@ def plan_sweep_reruns(
         except RerunRefused as exc:
             refused.append(str(exc))
     return plans, refused
-
-
-# --------------------------------------------------------------------------- diagnosis
-
-
-_LOG_SUFFIXES = (".out", ".log", ".err")
-
-
-def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Diagnosis | None:
-    """The diagnosis of a job from its logs on this machine; None when there are none."""
-    from console.triage import Triage, read_lines
-
-    logs = Path(output_dir) / "logs"
-    try:
-        files = sorted(p for p in logs.iterdir() if p.is_file() and p.name.endswith(_LOG_SUFFIXES))
-    except OSError:
-        return None
-    if not files:
-        return None
-    triage = Triage()
-    for path in files:
-        try:
-            with path.open("rb") as fh:
-                batch: list[str] = []
-                for line in read_lines(fh):
-                    batch.append(line)
-                    if len(batch) >= 4096:
-                        triage.feed(str(path), batch)
-                        batch = []
-                triage.feed(str(path), batch)
-        except OSError:
-            continue
-    return triage.diagnose(state)
 
 
 def last_attempt_diagnosis(

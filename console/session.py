@@ -25,13 +25,13 @@ from console.monitor import SETTLE_S, AttemptView, Monitor
 from console.rerun import (
     RerunPlan,
     arm_points_view,
-    diagnose_output_dir,
     fetch_arm_points,
     plan_rerun,
     rerun,
 )
 from console.results import AttemptPoints, points_rows
 from console.store import ArmRow, AttemptRow, Store, SweepRow, default_data_dir
+from console.triage import diagnose_output_dir
 
 POLL_INTERVAL_S = 2.0
 
