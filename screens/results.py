@@ -27,8 +27,8 @@ from textual.widgets import DataTable, Footer, Header, Label, Static
 from console.engine import LaunchRefused
 from console.events import AttemptChanged, PointArrived, PointRunning
 from console.ids import arm_ref, attempt_ref, sweep_ref
-from console.rerun import RerunRefused, expected_points
 from console.results import AttemptPoints, PointResult, arm_view, points_csv, points_rows
+from console.results.arms import ResultsUnavailable, expected_points
 from console.session import Session
 from console.store import ArmRow, AttemptRow
 from screens.messages import CoreUpdate, ReportsWorkerErrors
@@ -191,7 +191,7 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
         for arm_id, state in self.arms.items():
             try:
                 fetched: dict[int, AttemptPoints] = await self.session.arm_points(arm_id)
-            except (RerunRefused, OSError, LaunchRefused) as exc:
+            except (ResultsUnavailable, OSError, LaunchRefused) as exc:
                 self.notify(f"{arm_ref(arm_id)}: {exc}", severity="warning")
                 continue
             for attempt_id, got in fetched.items():
