@@ -10,7 +10,7 @@
   (watched every 2 ms) to the banner saying doomed with that root cause, and to "deterministic"
   (every worker of a role hit).
 - absorb: --absorb lines (default 200,000) handed to the LogView in batches of --batch lines (as
-  LogLinesArrived delivers them), with the app running headless; lines/s until the last line is
+  one CoreUpdate message carries each batch), with the app running headless; lines/s until the last line is
   on screen, flushes (refreshes) it took, and lines held at the end (memory bound).
 
     .venv/bin/python benchmarks/bench_log_view.py [--lines 40] [--interval-ms 50] [--absorb 200000]
@@ -68,7 +68,7 @@ async def latency(lines: int, interval_s: float) -> dict[str, Any]:
         async with app.run_test(size=(160, 50)) as pilot:
             await _until(lambda: app.monitor is not None, pilot.pause)
             assert app.monitor is not None
-            await app.push_screen(AttemptScreen(engine, app.monitor, attempt.id))
+            await app.push_screen(AttemptScreen(app.session, attempt.id))
             view = app.screen.query_one(LogView)
             await _until(lambda: any("start" in row for row in view.body.rendered_text()), pilot.pause)
             with open(log, "a") as handle:
@@ -105,7 +105,7 @@ async def doomed_banner(recipe: Path) -> dict[str, Any]:
         async with app.run_test(size=(160, 50)) as pilot:
             await _until(lambda: app.monitor is not None, pilot.pause)
             assert app.monitor is not None
-            await app.push_screen(AttemptScreen(engine, app.monitor, attempt.id))
+            await app.push_screen(AttemptScreen(app.session, attempt.id))
             banner = app.screen.query_one(DiagnosisBanner)
 
             def on_disk() -> bool:

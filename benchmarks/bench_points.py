@@ -30,7 +30,7 @@ from typing import Any
 from console.clusters import load_profiles, local_profile
 from console.config import load_config
 from console.engine import Engine
-from console.rerun import read_remote_points
+from console.results import read_remote_points
 from console.store import Store
 from console.transport.base import Transport
 

@@ -95,23 +95,79 @@ HEAD_MARKER = b'"input_lens"'
 MIN_SUFFIX = 4
 
 LOG_SUFFIXES = (".out", ".log", ".err")
-_FIXED_SEQ = re.compile(r"-c\d+\.json$")
-_LEGACY = re.compile(r"concurrency_\d+_req_rate_")
+
+# Result files: the one set of name and place rules, the console's too (console.results.names).
+# A name says the layout and the numbers encoded in it; a place says which layouts count there.
+_GPUS_CTX_GEN = r"(?:_gpus_(?P<gpus>\d+))?(?:_ctx_(?P<ctx>\d+)_gen_(?P<gen>\d+))?"
+RESULT_NAMES = (  # most specific first: a fixed-seq ``-c<N>.json`` suffix is the loosest pattern
+    ("sa-bench", re.compile(r"^results_concurrency_(?P<c>\d+)" + _GPUS_CTX_GEN + r"\.json$")),
+    ("legacy", re.compile(r"concurrency_(?P<c>\d+)_req_rate_(?P<rate>[^_/]+?)" + _GPUS_CTX_GEN + r"\.json$")),
+    # Files renamed by InferenceX's collectors: ``..._conc<N>_gpus_<T>[_ctx_<P>_gen_<D>].json``.
+    ("collected", re.compile(r"_conc(?P<c>\d+)" + _GPUS_CTX_GEN + r"\.json$")),
+    ("fixed-seq", re.compile(r"-c(?P<c>\d+)\.json$")),
+)
+ROLLUP_NAME = "benchmark-rollup.json"
+# Places, relative to the job dir (``job``, ``logs``, ``logs/*`` for any subdir, ``logs/fixed-seq``)
+# or to the results dir (``results``, ``results/fixed-seq``).
+RESULT_PLACES = {
+    "job": ("legacy",),
+    "logs": ("sa-bench", "legacy", "rollup"),
+    "logs/*": ("sa-bench", "legacy"),
+    "logs/fixed-seq": ("sa-bench", "legacy", "fixed-seq", "collected"),
+    "results": ("rollup",),
+    "results/fixed-seq": ("fixed-seq", "collected"),
+}
 
 
-def result_name(name: str, in_fixed_seq: bool) -> bool:
-    """Is this a benchmark result file (sa-bench, legacy, InferenceX fixed-seq, rollup)?"""
+def parse_result_name(name: str) -> Optional[Tuple[str, Optional[int], Dict[str, Optional[int]]]]:
+    """(kind, concurrency, {gpus, ctx, gen}) of a result file's base name; None when it is not one.
+    ``*.pytorch.json`` companions match the same patterns but are not results."""
+    name = name.rsplit("/", 1)[-1]
     if not name.endswith(".json") or name.endswith(".pytorch.json"):
-        return False
-    if name == "benchmark-rollup.json" or name.startswith("results_concurrency_"):
-        return True
-    if _LEGACY.search(name):
-        return True
-    return in_fixed_seq and _FIXED_SEQ.search(name) is not None
+        return None
+    if name == ROLLUP_NAME:
+        return "rollup", None, {}
+    for kind, pattern in RESULT_NAMES:
+        m = pattern.search(name)
+        if m is not None:
+            groups = m.groupdict()
+            numbers = dict((k, int(groups[k]) if groups.get(k) else None) for k in ("gpus", "ctx", "gen"))
+            return kind, int(m.group("c")), numbers
+    return None
 
 
-def literal_union(words: List[str]) -> bytes:
-    """A regex source matching any of ``words`` (lowercase), factored as a trie."""
+def result_place(parts: List[str], in_results: bool) -> Optional[str]:
+    """The place of a file from the dirs between the watched dir and it (``["logs", "x"]``)."""
+    if in_results:
+        return {0: "results", 1: "results/fixed-seq" if parts[:1] == ["fixed-seq"] else None}.get(len(parts))
+    if not parts:
+        return "job"
+    if parts[0] != "logs" or len(parts) > 2:
+        return None
+    if len(parts) == 1:
+        return "logs"
+    return "logs/fixed-seq" if parts[1] == "fixed-seq" else "logs/*"
+
+
+def result_kind(name: str, place: Optional[str]) -> Optional[str]:
+    """The kind of result file ``name`` is at ``place``, or None when it does not count there."""
+    parsed = parse_result_name(name)
+    if parsed is None or place is None or parsed[0] not in RESULT_PLACES.get(place, ()):
+        return None
+    return parsed[0]
+
+
+# The keyword prefilter, also the console's (console.signatures compiles these sources for text;
+# here they are compiled for bytes). Every keyword is searched from one of a few "lead"
+# characters on: one regex per lead character, each a trie of keyword suffixes starting with
+# it, so the regex engine runs its fast single-character scan and tries the trie only where
+# that character occurs. Few lead characters (most keywords hold an "e") keep a line's cost at
+# a handful of fast scans.
+
+
+def literal_union(words: List[str]) -> str:
+    """A regex source matching any of ``words``, factored as a trie: where the first character
+    is shared, the engine scans for it and tries at most one branch per next character."""
     trie: Dict[str, Any] = {}
     for word in words:
         node = trie
@@ -127,13 +183,13 @@ def literal_union(words: List[str]) -> bytes:
             return "(?:" + "|".join(branches) + ")?"
         return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
-    return build(trie).encode("utf-8")
+    return build(trie)
 
 
-def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
-    """Regexes that together find every line holding a keyword; each is led by one literal
-    character, so the regex engine skips quickly over text without it."""
+def prefilter_sources(keywords: List[str]) -> List[str]:
+    """Regex sources that together find every (lowercased) text holding a keyword."""
     remaining = set(k.lower() for k in keywords if k)
+    # A keyword that contains another one adds nothing to a union.
     remaining = set(k for k in remaining if not any(o != k and o in k for o in remaining))
     if not remaining:
         return []
@@ -142,6 +198,7 @@ def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
         need = min(len(keyword), MIN_SUFFIX)
         return keyword.find(ch, 0, len(keyword) - need + 1)
 
+    # Lead characters chosen greedily (the one that covers most keywords first) ...
     leads: List[str] = []
     uncovered = set(remaining)
     while uncovered:
@@ -153,11 +210,18 @@ def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
         lead = max(sorted(counts), key=lambda c: counts[c])
         leads.append(lead)
         uncovered = set(k for k in uncovered if lead_position(k, lead) < 0)
+    # ... then each keyword searched from its earliest lead character: the longest suffix is
+    # the most selective one.
     groups: Dict[str, Set[str]] = dict((lead, set()) for lead in leads)
     for keyword in remaining:
         start = min(p for p in (lead_position(keyword, lead) for lead in leads) if p >= 0)
         groups[keyword[start]].add(keyword[start:])
-    return [re.compile(literal_union(sorted(words))) for words in groups.values() if words]
+    return [literal_union(sorted(words)) for words in groups.values() if words]
+
+
+def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
+    """The prefilter compiled for the bytes of a log."""
+    return [re.compile(source.encode("utf-8")) for source in prefilter_sources(keywords)]
 
 
 class Output:
@@ -250,19 +314,15 @@ class Watch:
         if now < self.next_discover:
             return
         self.next_discover = now + DISCOVER_S
-        logs = os.path.join(self.root, "logs")
-        for name, path, sub in _entries(logs, 1):
-            if name.endswith(LOG_SUFFIXES):
+        for name, path, parts in listing(self.root, "logs", 2):
+            if parts and name.endswith(LOG_SUFFIXES):
                 self.add(path, "log")
-            elif result_name(name, sub == "fixed-seq"):
+            elif result_kind(name, result_place(parts, False)) is not None:
                 self.add(path, "result")
         if self.results:
-            for name, path, _sub in _entries(os.path.join(self.results, "fixed-seq"), 0):
-                if result_name(name, True):
+            for name, path, parts in listing(self.results, "fixed-seq", 1):
+                if result_kind(name, result_place(parts, True)) is not None:
                     self.add(path, "result")
-            rollup = os.path.join(self.results, "benchmark-rollup.json")
-            if os.path.isfile(rollup):
-                self.add(rollup, "result")
 
     def add(self, path: str, kind: str) -> None:
         rel = os.path.relpath(path, self.root)
@@ -582,22 +642,26 @@ class Watch:
         return busy
 
 
-def _entries(directory: str, depth: int) -> List[Tuple[str, str, str]]:
-    """(name, path, parent dir name) of regular files in ``directory`` and ``depth`` levels below."""
-    found: List[Tuple[str, str, str]] = []
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
-        return found
-    parent = os.path.basename(directory)
-    for entry in entries:
+def listing(root: str, into: str, depth: int) -> List[Tuple[str, str, List[str]]]:
+    """(name, path, dirs below ``root``) of the regular files in ``root`` and in its subdir
+    ``into`` down to ``depth`` levels below ``root``: where logs and result files live."""
+    found: List[Tuple[str, str, List[str]]] = []
+
+    def scan(directory: str, parts: List[str]) -> None:
         try:
-            if entry.is_file():
-                found.append((entry.name, entry.path, parent))
-            elif depth > 0 and entry.is_dir():
-                found.extend(_entries(entry.path, depth - 1))
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
-            continue
+            return
+        for entry in entries:
+            try:
+                if entry.is_file():
+                    found.append((entry.name, entry.path, parts))
+                elif entry.is_dir() and (entry.name == into if not parts else len(parts) < depth):
+                    scan(entry.path, [*parts, entry.name])
+            except OSError:
+                continue
+
+    scan(root, [])
     return found
 
 

@@ -22,7 +22,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 @dataclass(frozen=True)
-class SshTarget:
+class SshSettings:
     """Either a Host alias from ~/.ssh/config, or explicit coordinates."""
 
     alias: str | None = None
@@ -46,7 +46,7 @@ class SshTarget:
 class Profile:
     name: str
     launcher: Launcher
-    ssh: SshTarget | None  # None: commands run on this machine
+    ssh: SshSettings | None  # None: commands run on this machine
     scheduler: Literal["slurm", "local"]
     workdir: str  # uploads (resolved recipes, engine, scripts); may start with ~ (the remote home)
     # Job output dirs are <outputs>/<job id>. srtctl launcher: None unless configured, and srtctl
@@ -166,11 +166,11 @@ def load_profiles(config: Config, data_dir: Path) -> tuple[dict[str, Profile], l
 def _profile(name: str, raw: dict[str, Any], data_dir: Path) -> tuple[Profile | None, list[tuple[str, str]]]:
     problems: list[tuple[str, str]] = []
     ssh_raw = raw.get("ssh")
-    ssh: SshTarget | None
+    ssh: SshSettings | None
     if isinstance(ssh_raw, str):
-        ssh = SshTarget(alias=ssh_raw)
+        ssh = SshSettings(alias=ssh_raw)
     elif isinstance(ssh_raw, dict):
-        ssh = SshTarget(**{k: ssh_raw.get(k) for k in SSH_SPEC.fields})
+        ssh = SshSettings(**{k: ssh_raw.get(k) for k in SSH_SPEC.fields})
     else:
         ssh = None
     launcher: Launcher = raw.get("launcher") or ("srtctl" if raw.get("srt_slurm") else "demo")

@@ -9,12 +9,14 @@ simply polling the live attempts it finds there.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from console.clusters import Profile
+from console.events import AttemptChanged, ClusterChanged, EngineEvent, TrackingError
 from console.launchers import DemoLauncher, Launcher, LaunchError, SrtctlLauncher
 from console.model import Arm, Recipe
 from console.recipes import load_recipe, load_targets
@@ -23,19 +25,10 @@ from console.scheduler import Scheduler, SchedulerError
 from console.store import AttemptRow, Store
 from console.transport.base import CommandFailed, ConnectionStatus, Transport, TransportError
 
-
-@dataclass(frozen=True)
-class AttemptChanged:
-    attempt: AttemptRow
+log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ClusterChanged:
-    cluster: str
-    status: str  # "connected", "disconnected, retrying in 4s: ...", "error: ..."
-
-
-Event = AttemptChanged | ClusterChanged
+Event = EngineEvent
 Listener = Callable[[Event], None]
 
 
@@ -123,7 +116,10 @@ class Engine:
 
     def _emit(self, event: Event) -> None:
         for listener in list(self._listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception:  # a broken listener must not stop tracking
+                log.exception("engine event listener failed")
 
     def runtime(self, cluster: str) -> ClusterRuntime:
         if cluster not in self.profiles:
@@ -226,11 +222,22 @@ class Engine:
         for attempt in live:
             by_cluster.setdefault(attempt.cluster, []).append(attempt)
         changed: list[AttemptRow] = []
+        # One cluster's unexpected error is reported and its attempts keep their state; the
+        # others are tracked as usual.
         results = await asyncio.gather(
-            *(self._poll_cluster(cluster, attempts) for cluster, attempts in by_cluster.items())
+            *(self._poll_cluster(cluster, attempts) for cluster, attempts in by_cluster.items()),
+            return_exceptions=True,
         )
-        for rows in results:
-            changed.extend(rows)
+        for cluster, rows in zip(by_cluster, results, strict=True):
+            if isinstance(rows, BaseException):
+                if isinstance(rows, asyncio.CancelledError):
+                    raise rows
+                log.error("polling %s failed", cluster, exc_info=rows)
+                message = f"{type(rows).__name__}: {rows}"
+                self._set_status(cluster, f"poll error: {message}")
+                self._emit(TrackingError(cluster, message))
+            else:
+                changed.extend(rows)
         return changed
 
     async def _poll_cluster(self, cluster: str, attempts: list[AttemptRow]) -> list[AttemptRow]:
@@ -257,11 +264,29 @@ class Engine:
                 self._emit(AttemptChanged(row))
         return changed
 
-    async def watch(self, interval: float = 2.0, until: Callable[[], bool] | None = None) -> None:
-        """Poll every `interval` seconds until `until()` is true (or forever)."""
+    async def watch(
+        self,
+        interval: float = 2.0,
+        until: Callable[[], bool] | None = None,
+        *,
+        after_poll: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """The poll loop: every `interval` seconds one poll (then `after_poll`, e.g. following
+        the attempts' logs) until `until()` is true, or forever.
+
+        An iteration that fails is reported (:class:`TrackingError`) and the loop goes on.
+        """
         while True:
             started = time.monotonic()
-            await self.poll_once()
+            try:
+                await self.poll_once()
+                if after_poll is not None:
+                    await after_poll()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("poll iteration failed")
+                self._emit(TrackingError(None, f"{type(exc).__name__}: {exc}"))
             if until is not None and until():
                 return
             await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))

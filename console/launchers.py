@@ -7,7 +7,6 @@ never through a shell string.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
@@ -16,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from console.clusters import Profile
-from console.demo.sbatch import ENGINE_PATH, arm_plan, render_batch_script
+from console.demo.bundle import engine_name, engine_zipapp
+from console.demo.sbatch import arm_plan, render_batch_script
 from console.model import Arm
 from console.recipes.yamlio import dump
 from console.scheduler import Scheduler, SchedulerError, Submission, valid_job_id
@@ -330,11 +330,9 @@ class DemoLauncher:
     async def _engine(self, workdir: str) -> str:
         """Upload the engine once per console run (its content names the file, so versions never mix)."""
         if self._engine_path is None:
-            source = ENGINE_PATH.read_bytes()
-            digest = hashlib.sha256(source).hexdigest()[:12]
-            path = f"{workdir}/engine/srt-demo-engine-{digest}.py"
+            path = f"{workdir}/engine/{engine_name()}"
             await self.transport.run(["mkdir", "-p", "--", f"{workdir}/engine"], check=True)
-            await self.transport.write_file(path, source, mode=0o644)
+            await self.transport.write_file(path, engine_zipapp(), mode=0o644)
             self._engine_path = path
         return self._engine_path
 
@@ -357,7 +355,7 @@ class DemoLauncher:
         return render_batch_script(
             arm,
             job_dir_template=f"{outputs}/%j",
-            engine_path=f"{workdir}/engine/srt-demo-engine-<version>.py",
+            engine_path=f"{workdir}/engine/srt-demo-engine-<version>.pyz",
             config_path=f"{workdir}/runs/<run>/plan.json",
             python=self.profile.python,
             results_root=results,

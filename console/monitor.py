@@ -14,13 +14,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import posixpath
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from console.diagnosis import Diagnosis, Observation
-from console.engine import AttemptChanged, Engine, Event
+from console.engine import Engine
+from console.events import (
+    AgentChanged,
+    AttemptChanged,
+    EngineEvent,
+    LogLines,
+    MonitorEvent,
+    PointArrived,
+    PointRunning,
+    TrackingError,
+    Triaged,
+)
 from console.follow import (
     AgentStatus,
     CandidatesEvent,
@@ -30,48 +42,28 @@ from console.follow import (
     ResetEvent,
     ResultEvent,
 )
-from console.results import PointResult, parse_result_name, point_from_bytes
-from console.stages import StageSnapshot
+from console.results import PointResult, parse_result_name, point_from_bytes, running_concurrency
 from console.store import AttemptRow
 from console.triage import Triage
 
+log = logging.getLogger(__name__)
+
 # Keep following an attempt this long after it ended, for the last lines and results.
 SETTLE_S = 20.0
+# benchmark.out's last characters kept to tell the point being measured.
+BENCH_TAIL_CHARS = 16 * 1024
 
-
-@dataclass(frozen=True)
-class LogLines:
-    attempt_id: int
-    file: str
-    first_line_no: int
-    lines: list[str]
-    findings: list[Observation]
-    replayed: bool = False  # already streamed by an earlier run of the console
-
-
-@dataclass(frozen=True)
-class Triaged:
-    """The attempt's diagnosis changed, or new findings or stage changes arrived."""
-
-    attempt_id: int
-    diagnosis: Diagnosis
-    snapshot: StageSnapshot
-    new_findings: list[Observation]
-
-
-@dataclass(frozen=True)
-class PointArrived:
-    attempt_id: int
-    point: PointResult
-
-
-@dataclass(frozen=True)
-class FollowChanged:
-    cluster: str
-    status: AgentStatus
-
-
-MonitorEvent = LogLines | Triaged | PointArrived | FollowChanged
+__all__ = [
+    "SETTLE_S",
+    "AgentChanged",
+    "AttemptView",
+    "LogLines",
+    "Monitor",
+    "MonitorEvent",
+    "PointArrived",
+    "PointRunning",
+    "Triaged",
+]
 
 
 @dataclass
@@ -85,6 +77,8 @@ class AttemptView:
     gpus: int | None = None
     replay_until: dict[str, int] = field(default_factory=dict)  # file -> offset streamed before
     ended_at: float | None = None
+    running: int | None = None  # the concurrency benchmark.out says is being measured
+    bench_tail: str = ""
 
 
 class Monitor:
@@ -98,6 +92,7 @@ class Monitor:
         self._dirs: dict[str, int] = {}  # followed output dir -> attempt id
         self._pinned: set[int] = set()  # attempts someone is looking at: followed even when long ended
         self._listeners: list[Callable[[MonitorEvent], None]] = []
+        self._statuses: dict[str, AgentStatus] = {}
         self._unsubscribe = engine.subscribe(self._on_engine)
 
     def subscribe(self, listener: Callable[[MonitorEvent], None]) -> Callable[[], None]:
@@ -106,7 +101,10 @@ class Monitor:
 
     def _emit(self, event: MonitorEvent) -> None:
         for listener in list(self._listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception:  # a broken listener must not stop following
+                log.exception("monitor event listener failed")
 
     # --- which attempts are followed --------------------------------------------------
 
@@ -175,7 +173,7 @@ class Monitor:
 
     # --- events -----------------------------------------------------------------------
 
-    def _on_engine(self, event: Event) -> None:
+    def _on_engine(self, event: EngineEvent) -> None:
         if not isinstance(event, AttemptChanged):
             return
         view = self.views.get(event.attempt.id)
@@ -189,11 +187,13 @@ class Monitor:
             try:
                 self._handle(cluster, event)
             except Exception as exc:
-                self._emit(FollowChanged(cluster, AgentStatus(follower.status.state, f"event error: {exc}")))
+                log.exception("log event of %s failed", cluster)
+                self._emit(TrackingError(cluster, f"log event: {type(exc).__name__}: {exc}"))
 
     def _handle(self, cluster: str, event: FollowEvent) -> None:
         if isinstance(event, AgentStatus):
-            self._emit(FollowChanged(cluster, event))
+            self._statuses[cluster] = event
+            self._emit(AgentChanged(cluster, event))
             return
         attempt_id = self._dirs.get(getattr(event, "dir", ""))
         view = self.views.get(attempt_id) if attempt_id is not None else None
@@ -202,10 +202,11 @@ class Monitor:
         if isinstance(event, LinesEvent):
             update = view.triage.feed(event.file, event.lines, first_line_no=event.first_line_no)
             replayed = event.end_offset <= view.replay_until.get(event.file, 0)
-            self._emit(LogLines(view.attempt.id, event.file, event.first_line_no, event.lines, update.findings,
-                                replayed))  # fmt: skip
+            self._emit(LogLines(view.attempt.id, event.file, event.first_line_no, event.lines, replayed))
             if update.findings or update.changes:
                 self._publish_diagnosis(view, update.findings)
+            if event.file.endswith("benchmark.out"):
+                self._benchmark_lines(view, event.lines)
         elif isinstance(event, CandidatesEvent):
             found: list[Observation] = []
             for candidate in event.candidates:
@@ -224,6 +225,17 @@ class Monitor:
                 self._emit(PointArrived(view.attempt.id, point))
         elif isinstance(event, ResetEvent):
             view.replay_until.pop(event.file, None)
+
+    def _benchmark_lines(self, view: AttemptView, lines: list[str]) -> None:
+        view.bench_tail = (view.bench_tail + "\n" + "\n".join(lines))[-BENCH_TAIL_CHARS:]
+        running = running_concurrency(view.bench_tail)
+        if running != view.running:
+            view.running = running
+            self._emit(PointRunning(view.attempt.id, running))
+
+    def agent_statuses(self) -> dict[str, AgentStatus]:
+        """The log agent's last status per cluster followed."""
+        return dict(self._statuses)
 
     def _publish_diagnosis(self, view: AttemptView, new: list[Observation], force: bool = False) -> None:
         diagnosis = view.triage.diagnose(view.attempt.state, cancelled=view.attempt.cancelled_by_operator)

@@ -1,57 +1,49 @@
-"""Arm results across attempts, and reruns: the whole arm again, or only its missing points.
+"""Reruns: the whole arm again, or only its missing points.
 
-An arm's view merges the points of every attempt (the latest valid result per concurrency,
-with the attempt it came from) against the points the arm expects. A rerun is a new attempt
-of the same arm: exactly the last attempt's resolved config, or a derived config whose grid is
-only the points still missing. Earlier attempts and their results are kept.
-
-Points come from the monitor's live views when it follows an attempt, else from the result
-files: on this machine with seeks, on a remote cluster through the transport (a listing plus
-each file's head and tail bytes, never a whole file).
+A rerun is a new attempt of the same arm: exactly the last attempt's resolved config, or a
+derived config (:mod:`console.grid`) whose grid is only the points still missing, as the arm's
+merged results say (:mod:`console.results.arms`). Earlier attempts and their results are kept.
 """
 
 from __future__ import annotations
 
-import copy
-import csv
-import io
-import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from console.grid import derive_missing, grid_of
 from console.ids import arm_ref, attempt_ref
-from console.recipes import load_recipe, parse_concurrencies
+from console.recipes import load_recipe
 from console.recipes.yamlio import dump
-from console.results import (
-    DEFAULT_HEAD_BYTES,
-    DEFAULT_TAIL_BYTES,
-    PointResult,
-    arm_points,
-    merge_attempts,
-    parse_result_name,
-    point_from_bytes,
-    read_points,
-    running_concurrency,
+from console.results import AttemptPoints
+from console.results.arms import (
+    LiveView,
+    ResultsUnavailable,
+    arm_points_view,
+    expected_points,
+    fetch_arm_points,
+    fetch_attempt_points,
+    missing_points,
 )
 from console.store import SUBMIT_FAILED, ArmRow, AttemptRow, Store
+from console.triage import diagnose_output_dir
 
 if TYPE_CHECKING:
     from console.diagnosis import Diagnosis
     from console.engine import Engine
-    from console.transport.base import Transport
 
 __all__ = [
     "FAILED_STATES",
     "AttemptPoints",
     "RerunPlan",
     "RerunRefused",
+    "ResultsUnavailable",
     "arm_points_view",
     "derive_missing",
-    "diagnose_output_dir",
+    "expected_points",
     "failed_arms",
     "fetch_arm_points",
     "fetch_attempt_points",
@@ -59,9 +51,6 @@ __all__ = [
     "missing_points",
     "plan_rerun",
     "plan_sweep_reruns",
-    "points_csv",
-    "points_rows",
-    "read_remote_points",
     "rerun",
 ]
 
@@ -80,275 +69,10 @@ FAILED_STATES = frozenset(
         SUBMIT_FAILED,
     }
 )
-BENCHMARK_OUT_TAIL = 64 * 1024
 
 
 class RerunRefused(Exception):
     """Nothing was submitted; the message says why."""
-
-
-class _View(Protocol):
-    """What the arm view needs of a monitor's per-attempt view."""
-
-    points: dict[int, PointResult]
-
-
-@dataclass(frozen=True)
-class AttemptPoints:
-    """The results of one attempt as read now, and the point it is measuring (live attempts)."""
-
-    points: list[PointResult]
-    running: int | None = None
-    bytes_read: int = 0
-
-
-# --------------------------------------------------------------------------- grids
-
-
-def _map(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _grid_location(config: Mapping[str, Any]) -> tuple[str, Any]:
-    """Where the grid lives: ``("env", raw)`` for a custom benchmark's CONCURRENCIES, else ``("bench", raw)``."""
-    bench = _map(config.get("benchmark"))
-    env = _map(bench.get("env"))
-    if bench.get("concurrencies") is None and bench.get("type") == "custom" and "CONCURRENCIES" in env:
-        return "env", env["CONCURRENCIES"]
-    return "bench", bench.get("concurrencies")
-
-
-def grid_of(config: Mapping[str, Any]) -> list[int]:
-    """The concurrency points a resolved config runs (empty when it has none)."""
-    _, raw = _grid_location(config)
-    try:
-        return parse_concurrencies(raw) if raw is not None else []
-    except ValueError:
-        return []
-
-
-def derive_missing(config: Mapping[str, Any], missing: Sequence[int]) -> dict[str, Any]:
-    """A copy of ``config`` whose points are exactly ``missing``; everything else identical.
-
-    sa-bench (and any benchmark with ``benchmark.concurrencies``) gets its list there, in the
-    form it had (a list stays a list, a string becomes ``"AxB"``); a custom (InferenceX)
-    benchmark keeps its grid in ``benchmark.env.CONCURRENCIES`` as ``"AxB"``.
-    """
-    points = [int(c) for c in missing]
-    if not points:
-        raise ValueError("no points to derive a config for")
-    if any(c < 1 for c in points) or len(set(points)) != len(points):
-        raise ValueError(f"not a list of distinct concurrencies: {points}")
-    derived = copy.deepcopy(dict(config))
-    bench = derived.get("benchmark")
-    if not isinstance(bench, dict):
-        raise ValueError("the config has no benchmark section to hold the points")
-    where, raw = _grid_location(derived)
-    text = "x".join(str(c) for c in points)
-    if where == "env":
-        bench["env"]["CONCURRENCIES"] = text
-    else:
-        bench["concurrencies"] = points if isinstance(raw, list) else text
-    return derived
-
-
-# --------------------------------------------------------------------------- reading points
-
-
-def _local_points(attempt: AttemptRow, gpus: int | None, running: bool) -> AttemptPoints:
-    if not attempt.output_dir:
-        return AttemptPoints([])
-    job_dir = Path(attempt.output_dir)
-    results_root = Path(attempt.results_dir).parent if attempt.results_dir else None
-    points = read_points(job_dir, results_root=results_root, job_id=attempt.job_id, gpus=gpus)
-    conc = None
-    if running:
-        try:
-            with open(job_dir / "logs" / "benchmark.out", "rb") as f:
-                f.seek(0, 2)
-                size = f.tell()
-                f.seek(max(0, size - BENCHMARK_OUT_TAIL))
-                conc = running_concurrency(f.read().decode("utf-8", "replace"))
-        except OSError:
-            conc = None
-    return AttemptPoints(points, conc, sum(p.bytes_read for p in points))
-
-
-def _allowed(path: str, job_dir: str, results_dir: str | None) -> set[str]:
-    parent = posixpath.dirname(path)
-    if results_dir and parent == posixpath.join(results_dir.rstrip("/"), "fixed-seq"):
-        return {"fixed-seq", "collected"}
-    logs = posixpath.join(job_dir.rstrip("/"), "logs")
-    if parent == logs:
-        return {"legacy"}
-    if posixpath.dirname(parent) == logs:
-        return (
-            {"sa-bench", "legacy", "fixed-seq"} if posixpath.basename(parent) == "fixed-seq" else {"sa-bench", "legacy"}
-        )
-    if parent == job_dir.rstrip("/"):
-        return {"legacy"}
-    return set()
-
-
-async def read_remote_points(
-    transport: Transport,
-    job_dir: str,
-    *,
-    results_dir: str | None = None,
-    gpus: int | None = None,
-    running: bool = False,
-    head_bytes: int = DEFAULT_HEAD_BYTES,
-    tail_bytes: int = DEFAULT_TAIL_BYTES,
-) -> AttemptPoints:
-    """Every result of one job on a remote machine: one listing, then each file's head and tail.
-
-    A file no larger than ``head_bytes + tail_bytes`` is read in one range; a larger one as
-    ``read_file(path, 0, head_bytes)`` and ``read_file(path, -tail_bytes)``.
-    """
-    roots = [job_dir]
-    if results_dir:
-        roots.append(posixpath.join(results_dir, "fixed-seq"))
-    script = 'for d in "$@"; do [ -d "$d" ] && find "$d" -maxdepth 3 -type f -name "*.json" -printf "%s\\t%p\\n"; done'
-    listing = await transport.run(["sh", "-c", script, "sh", *roots], timeout=60)
-    found: list[tuple[str, int]] = []
-    for line in listing.stdout.splitlines():
-        size_text, _, path = line.partition("\t")
-        if not path or not size_text.isdigit():
-            continue
-        parsed = parse_result_name(posixpath.basename(path))
-        if parsed is None or parsed.kind == "rollup" or parsed.kind not in _allowed(path, job_dir, results_dir):
-            continue
-        found.append((path, int(size_text)))
-    found.sort(key=lambda item: (parse_result_name(item[0]).concurrency or 0, item[0]))  # type: ignore[union-attr]
-    points: list[PointResult] = []
-    total = 0
-    for path, size in found:
-        try:
-            if size <= head_bytes + tail_bytes:
-                head = await transport.read_file(path, 0, head_bytes + tail_bytes)
-                tail = b""
-                whole = True
-            else:
-                head = await transport.read_file(path, 0, head_bytes)
-                tail = await transport.read_file(path, -tail_bytes)
-                whole = False
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            conc = parse_result_name(path)
-            points.append(
-                PointResult(
-                    conc.concurrency or 0 if conc else 0,
-                    "invalid",
-                    file=path,
-                    gpus=gpus,
-                    invalid_reason=f"cannot read: {exc}",
-                )
-            )
-            continue
-        total += len(head) + len(tail)
-        points.append(point_from_bytes(path, head, tail, max(size, len(head)), head_is_whole=whole, gpus=gpus))
-    conc_running = None
-    if running:
-        try:
-            text = await transport.read_file(posixpath.join(job_dir, "logs", "benchmark.out"), -BENCHMARK_OUT_TAIL)
-            conc_running = running_concurrency(text.decode("utf-8", "replace"))
-        except OSError:
-            conc_running = None
-    return AttemptPoints(points, conc_running, total)
-
-
-def _gpus(arm: ArmRow | None) -> int | None:
-    total = arm.summary.get("total_gpus") if arm else None
-    return total if isinstance(total, int) and total > 0 else None
-
-
-async def fetch_attempt_points(engine: Engine, attempt: AttemptRow) -> AttemptPoints:
-    """One attempt's results: local files with seeks, or through its cluster's transport."""
-    gpus = _gpus(engine.store.arm(attempt.arm_id))
-    profile = engine.profiles.get(attempt.cluster)
-    if profile is None or profile.ssh is None or not attempt.output_dir:
-        return _local_points(attempt, gpus, attempt.live)
-    transport = engine.runtime(attempt.cluster).transport
-    return await read_remote_points(
-        transport, attempt.output_dir, results_dir=attempt.results_dir, gpus=gpus, running=attempt.live
-    )
-
-
-async def fetch_arm_points(
-    engine: Engine, arm_id: int, monitor_views: Mapping[int, _View] | None = None
-) -> dict[int, AttemptPoints]:
-    """Per attempt of the arm: its points (from the monitor when it has them, else read now)."""
-    found: dict[int, AttemptPoints] = {}
-    for attempt in engine.store.attempts(arm_id):
-        view = (monitor_views or {}).get(attempt.id)
-        if view is not None and view.points and not attempt.live:
-            found[attempt.id] = AttemptPoints(list(view.points.values()))
-            continue
-        if not attempt.output_dir:
-            found[attempt.id] = AttemptPoints([])
-            continue
-        try:
-            found[attempt.id] = await fetch_attempt_points(engine, attempt)
-        except Exception as exc:  # a dead connection: fall back to what the monitor has
-            if view is None:
-                raise RerunRefused(
-                    f"cannot read the results of {attempt_ref(attempt.arm_id, attempt.number)}: {exc}"
-                ) from None
-            found[attempt.id] = AttemptPoints(list(view.points.values()))
-    return found
-
-
-# --------------------------------------------------------------------------- the arm's view
-
-
-def expected_points(arm: ArmRow) -> list[int]:
-    raw = arm.summary.get("concurrencies")
-    if isinstance(raw, list) and all(isinstance(c, int) for c in raw):
-        return list(raw)
-    try:
-        return grid_of(_load(arm.config_yaml))
-    except RerunRefused:
-        return []
-
-
-def arm_points_view(
-    store: Store,
-    arm_id: int,
-    monitor_views: Mapping[int, _View] | None = None,
-    *,
-    attempt_points: Mapping[int, AttemptPoints] | None = None,
-) -> list[PointResult]:
-    """The arm's merged points: every expected point, the latest valid result of each.
-
-    Per attempt the points come from ``attempt_points`` (read by :func:`fetch_arm_points`),
-    else the monitor's view, else local result files. Each point's ``attempt`` names the
-    attempt (``a3.2``) its result came from.
-    """
-    arm = store.arm(arm_id)
-    if arm is None:
-        raise RerunRefused(f"no arm {arm_ref(arm_id)}")
-    gpus = _gpus(arm)
-    per_attempt: list[tuple[str, Sequence[PointResult]]] = []
-    for attempt in store.attempts(arm_id):
-        got = (attempt_points or {}).get(attempt.id)
-        if got is None:
-            view = (monitor_views or {}).get(attempt.id)
-            if view is not None and (view.points or attempt.live):
-                got = AttemptPoints(list(view.points.values()))
-            else:
-                got = _local_points(attempt, gpus, attempt.live)
-        running = got.running if attempt.live else None
-        points = arm_points(attempt.concurrencies, got.points, running)
-        per_attempt.append((attempt_ref(attempt.arm_id, attempt.number), points))
-    merged = merge_attempts(per_attempt)
-    return arm_points(expected_points(arm), merged)
-
-
-def missing_points(points: Iterable[PointResult], expected: Sequence[int] | None = None) -> list[int]:
-    """Expected points without a valid result (missing, incomplete, invalid), in order."""
-    wanted = set(expected) if expected is not None else None
-    return sorted(p.concurrency for p in points if p.status != "done" and (wanted is None or p.concurrency in wanted))
 
 
 # --------------------------------------------------------------------------- planning
@@ -435,7 +159,7 @@ def plan_rerun(
     missing_only: bool,
     diagnosis: Diagnosis | None = None,
     *,
-    monitor_views: Mapping[int, _View] | None = None,
+    monitor_views: Mapping[int, LiveView] | None = None,
     attempt_points: Mapping[int, AttemptPoints] | None = None,
     base_config_yaml: str | None = None,
 ) -> RerunPlan:
@@ -521,7 +245,7 @@ def plan_sweep_reruns(
     missing_only: bool,
     diagnoses: Mapping[int, Diagnosis | None] | None = None,
     *,
-    monitor_views: Mapping[int, _View] | None = None,
+    monitor_views: Mapping[int, LiveView] | None = None,
     attempt_points: Mapping[int, AttemptPoints] | None = None,
 ) -> tuple[list[RerunPlan], list[str]]:
     """Plans for every failed arm of the sweep (``diagnoses`` by arm id), and why others were refused."""
@@ -544,39 +268,6 @@ def plan_sweep_reruns(
     return plans, refused
 
 
-# --------------------------------------------------------------------------- diagnosis
-
-
-_LOG_SUFFIXES = (".out", ".log", ".err")
-
-
-def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Diagnosis | None:
-    """The diagnosis of a job from its logs on this machine; None when there are none."""
-    from console.triage import Triage, read_lines
-
-    logs = Path(output_dir) / "logs"
-    try:
-        files = sorted(p for p in logs.iterdir() if p.is_file() and p.name.endswith(_LOG_SUFFIXES))
-    except OSError:
-        return None
-    if not files:
-        return None
-    triage = Triage()
-    for path in files:
-        try:
-            with path.open("rb") as fh:
-                batch: list[str] = []
-                for line in read_lines(fh):
-                    batch.append(line)
-                    if len(batch) >= 4096:
-                        triage.feed(str(path), batch)
-                        batch = []
-                triage.feed(str(path), batch)
-        except OSError:
-            continue
-    return triage.diagnose(state)
-
-
 def last_attempt_diagnosis(
     store: Store, arm_id: int, monitor_views: Mapping[int, Any] | None = None
 ) -> Diagnosis | None:
@@ -592,75 +283,3 @@ def last_attempt_diagnosis(
     if last.output_dir and Path(last.output_dir).is_dir():
         return diagnose_output_dir(last.output_dir, last.state)
     return None
-
-
-# --------------------------------------------------------------------------- export
-
-CSV_COLUMNS = (
-    "arm",
-    "attempt",
-    "concurrency",
-    "status",
-    "output_tok_s",
-    "total_tok_s",
-    "tok_s_per_gpu",
-    "tok_s_per_user",
-    "ttft_mean_ms",
-    "ttft_median_ms",
-    "ttft_p99_ms",
-    "tpot_mean_ms",
-    "tpot_median_ms",
-    "tpot_p99_ms",
-    "itl_mean_ms",
-    "itl_median_ms",
-    "itl_p99_ms",
-    "e2el_mean_ms",
-    "e2el_median_ms",
-    "e2el_p99_ms",
-    "completed",
-    "gpus",
-    "file",
-    "reason",
-)
-
-
-def points_rows(arm_name: str | None, points: Iterable[PointResult]) -> list[dict[str, Any]]:
-    """JSON documents of points (``PointResult.to_json()``), with the arm named when given."""
-    rows = []
-    for p in points:
-        doc = p.to_json()
-        if arm_name is not None:
-            doc = {"arm": arm_name, **doc}
-        rows.append(doc)
-    return rows
-
-
-def points_csv(rows: Iterable[Mapping[str, Any]]) -> str:
-    """CSV text of point documents (as :func:`points_rows` makes them), one line per point."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for doc in rows:
-        flat: dict[str, Any] = {
-            k: doc.get(k)
-            for k in (
-                "arm",
-                "attempt",
-                "concurrency",
-                "status",
-                "output_tok_s",
-                "total_tok_s",
-                "tok_s_per_gpu",
-                "tok_s_per_user",
-                "completed",
-                "gpus",
-                "file",
-            )
-        }
-        flat["reason"] = doc.get("invalid_reason")
-        for metric in ("ttft", "tpot", "itl", "e2el"):
-            stats = doc.get(f"{metric}_ms") or {}
-            for stat in ("mean", "median", "p99"):
-                flat[f"{metric}_{stat}_ms"] = stats.get(stat)
-        writer.writerow(["" if flat.get(c) is None else flat[c] for c in CSV_COLUMNS])
-    return out.getvalue()

@@ -31,13 +31,14 @@ import bisect
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Final, TypeAlias
+from typing import Final
 
 import yaml
 
+from console.agent import literal_union, prefilter_sources
 from console.paths import asset
 
 __all__ = [
@@ -348,11 +349,11 @@ class Matcher:
         self._by_id: Mapping[str, Signature] = {sig.id: sig for sig in catalog.signatures}
         self._unkeyed = tuple(sig for sig in self._ordered if not sig.keywords)
         self._keywords = tuple(sorted({k for sig in catalog.signatures for k in sig.keywords}))
-        self._gates = _prefilter(self._keywords)
+        self._gates = tuple(re.compile(source) for source in prefilter_sources(list(self._keywords)))
         # For lines that pass the prefilter: which keywords they hold, found in one pass (the
         # longest keyword starting at each position, plus the keywords it contains), and
         # which signatures (by position in the specificity order) each keyword selects.
-        self._finder = re.compile("(?=(" + _literal_union(self._keywords).pattern + "))") if self._keywords else None
+        self._finder = re.compile("(?=(" + literal_union(list(self._keywords)) + "))") if self._keywords else None
         self._implied = {k: tuple(o for o in self._keywords if o in k) for k in self._keywords}
         selects: dict[str, list[int]] = {k: [] for k in self._keywords}
         for index, sig in enumerate(self._ordered):
@@ -603,68 +604,6 @@ def _json_text(text: str) -> str | None:
         elif isinstance(item, list):
             pending.extend(reversed(item))
     return "\n".join(strings) if strings else None
-
-
-# The prefilter. Every keyword is searched from one of a few "lead" characters on: one regex
-# per lead character, each a trie of keyword suffixes starting with that character, so that
-# the regex engine can run its fast single-character scan and only try the trie where the
-# character occurs. Few lead characters (most keywords contain an "e") keep a line's cost
-# at a handful of fast scans.
-_MIN_SUFFIX: Final[int] = 4
-
-
-def _prefilter(keywords: Iterable[str]) -> tuple[re.Pattern[str], ...]:
-    remaining = set(keywords)
-    # A keyword that contains another one adds nothing to a union.
-    remaining = {k for k in remaining if not any(o != k and o in k for o in remaining)}
-
-    def lead_position(keyword: str, ch: str) -> int:
-        need = min(len(keyword), _MIN_SUFFIX)
-        return keyword.find(ch, 0, len(keyword) - need + 1)
-
-    # Choose lead characters greedily (the one that covers most keywords first) ...
-    leads: list[str] = []
-    uncovered = set(remaining)
-    while uncovered:
-        counts: dict[str, int] = {}
-        for keyword in uncovered:
-            for ch in set(keyword):
-                if lead_position(keyword, ch) >= 0:
-                    counts[ch] = counts.get(ch, 0) + 1
-        lead = max(sorted(counts), key=lambda ch: counts[ch])
-        leads.append(lead)
-        uncovered = {k for k in uncovered if lead_position(k, lead) < 0}
-    # ... then search each keyword from its earliest lead character: the longest suffix is
-    # the most selective one.
-    groups: dict[str, set[str]] = {lead: set() for lead in leads}
-    for keyword in remaining:
-        start = min(p for p in (lead_position(keyword, lead) for lead in leads) if p >= 0)
-        groups[keyword[start]].add(keyword[start:])
-    return tuple(_literal_union(sorted(words)) for words in groups.values() if words)
-
-
-_Trie: TypeAlias = "dict[str, _Trie]"
-
-
-def _literal_union(words: Iterable[str]) -> re.Pattern[str]:
-    """One regex matching any of ``words``, factored as a trie: where the first character
-    is shared, the engine scans for it and tries at most one branch per next character."""
-    trie: _Trie = {}
-    for word in words:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def build(node: _Trie) -> str:
-        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        if "" in node:
-            return "(?:" + "|".join(branches) + ")?"
-        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-
-    return re.compile(build(trie))
 
 
 def _strip_ansi(text: str, pattern: re.Pattern[str]) -> tuple[str, list[tuple[int, int]]]:

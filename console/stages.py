@@ -25,8 +25,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Final
+
+import yaml
+
+from console.paths import asset
 
 __all__ = [
     "SWEEP_LOG_RE",
@@ -41,9 +45,91 @@ __all__ = [
     "parse_worker_file",
 ]
 
-WORKER_FILE_RE: Final = re.compile(r"^(?P<node>.+)_(?P<mode>prefill|decode|agg)_w(?P<idx>\d+)\.out$")
-SWEEP_LOG_RE: Final = re.compile(r"^sweep(?:_[\w.\-]+)?\.log$")
 _SCAN_CHARS: Final[int] = 4096
+
+
+# --------------------------------------------------------------------------- the rules (data)
+
+
+class StageRulesError(Exception):
+    """The stage rules file is broken: the message names the file and the entry."""
+
+
+def _compile(where: str, value: object) -> re.Pattern[str]:
+    """A pattern: a string, or ``{pattern, ignorecase}``."""
+    flags = 0
+    if isinstance(value, dict):
+        flags = re.IGNORECASE if value.get("ignorecase") else 0
+        value = value.get("pattern")
+    if not isinstance(value, str) or not value:
+        raise StageRulesError(f"{where}: a non-empty pattern is needed")
+    try:
+        return re.compile(value, flags)
+    except re.error as exc:
+        raise StageRulesError(f"{where}: not a valid regex: {exc}") from None
+
+
+class _Rules:
+    """``assets/stages.yaml`` read and checked: every pattern compiled, every keyword a string."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise StageRulesError(f"{path}: cannot read the stage rules: {exc}") from None
+        self.data = data if isinstance(data, dict) else {}
+
+    def _value(self, key: str) -> object:
+        node: object = self.data
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise StageRulesError(f"{self.path}: {key}: missing")
+            node = node[part]
+        return node
+
+    def pattern(self, key: str) -> re.Pattern[str]:
+        return _compile(f"{self.path}: {key}", self._value(key))
+
+    def patterns(self, key: str) -> tuple[re.Pattern[str], ...]:
+        items = self._value(key)
+        if not isinstance(items, list) or not items:
+            raise StageRulesError(f"{self.path}: {key}: a list of patterns is needed")
+        return tuple(_compile(f"{self.path}: {key}[{i}]", item) for i, item in enumerate(items))
+
+    def keywords(self, key: str) -> tuple[str, ...]:
+        items = self._value(key)
+        if not isinstance(items, list) or not all(isinstance(k, str) and k for k in items):
+            raise StageRulesError(f"{self.path}: {key}: a list of non-empty strings is needed")
+        return tuple(items)
+
+    def rule(self, key: str, value: object = None) -> tuple[str, re.Pattern[str]]:
+        """(keyword, pattern): the pattern is tried only on lines holding the keyword."""
+        value = self._value(key) if value is None else value
+        keyword = value.get("keyword") if isinstance(value, dict) else None
+        if not isinstance(keyword, str) or not keyword:
+            raise StageRulesError(f"{self.path}: {key}: a keyword is needed")
+        return keyword, _compile(f"{self.path}: {key}", value)
+
+    def stage_rules(self, key: str) -> tuple[tuple[str, re.Pattern[str], Stage], ...]:
+        items = self._value(key)
+        if not isinstance(items, list) or not items:
+            raise StageRulesError(f"{self.path}: {key}: a list of rules is needed")
+        rules = []
+        for i, item in enumerate(items):
+            keyword, pattern = self.rule(f"{key}[{i}]", item)
+            try:
+                stage = Stage(item.get("stage"))
+            except ValueError:
+                raise StageRulesError(f"{self.path}: {key}[{i}]: unknown stage {item.get('stage')!r}") from None
+            rules.append((keyword, pattern, stage))
+        return tuple(rules)
+
+
+_RULES: Final = _Rules(asset("stages.yaml"))
+
+WORKER_FILE_RE: Final = _RULES.pattern("files.worker")
+SWEEP_LOG_RE: Final = _RULES.pattern("files.sweep_log")
 
 
 class Stage(str, Enum):
@@ -234,86 +320,42 @@ def parse_worker_file(path: str) -> tuple[str, str, int] | None:
 
 # --------------------------------------------------------------------------- sweep log rules
 
-# (keyword that must be in the line, pattern, stage). Checked in this order; the first rule
-# that matches a line decides it, as in `srtctl monitor`.
-_STAGE_RULES: Final[tuple[tuple[str, re.Pattern[str], Stage], ...]] = (
-    ("benchmark", re.compile(r"Server is healthy - starting benchmark|Running \S+ benchmark"), Stage.BENCHMARKING),
-    ("manual", re.compile(r"Benchmark type is 'manual'"), Stage.BENCHMARKING),
-    ("Polling http", re.compile(r"Polling https?://"), Stage.AWAITING_WORKERS),
-    ("Model is not ready", re.compile(r"Model is not ready"), Stage.AWAITING_WORKERS),
-    ("Waiting for", re.compile(r"Waiting for server health|Waiting for workers to be ready"), Stage.AWAITING_WORKERS),
-    ("Starting frontend", re.compile(r"Starting frontend"), Stage.STARTING_FRONTEND),
-    ("Starting backend workers", re.compile(r"Starting backend workers"), Stage.STARTING_WORKERS),
-    ("is ready", re.compile(r"(?:etcd|NATS) is ready"), Stage.HEAD_READY),
-    ("Starting infrastructure", re.compile(r"Starting infrastructure services"), Stage.STARTING_INFRA),
-    ("Sweep Orchestrator", re.compile(r"Sweep Orchestrator\s*$"), Stage.STARTING),
-)
-_CLEANUP_RE: Final = re.compile(r"\[INFO\]\s+Cleanup\s*$")
-_BENCH_OK_RE: Final = re.compile(r"Benchmark completed successfully")
-_FAILED_RES: Final = (
-    re.compile(r"Benchmark failed with exit code (-?\d+)"),
-    re.compile(r"Error during sweep"),
-    re.compile(r"Model did not get healthy in \d+ seconds"),
-    re.compile(r"Server did not become healthy"),
-    re.compile(r"Critical process '[^']{1,200}' exited with code -?\d+"),
-    re.compile(r"Critical process failure detected"),
-    re.compile(r"Health check failed after \d+ attempts"),
-    re.compile(r"(?:NATS|etcd|mooncake_master RPC) failed to start"),
-    re.compile(r"Model staging failed on"),
-    re.compile(r"Config error: "),
-)
-_FAILED_KEYS: Final = ("failed", "Failed", "Error during", "did not", "Critical process", "Config error")
-_SWEEP_DONE_RE: Final = re.compile(r"✓ Sweep completed successfully")
-_SWEEP_FAILED_RE: Final = re.compile(r"✗ Sweep failed \(exit code: (-?\d+)\)|Sweep failed \(exit code")
-_CRITICAL_RE: Final = re.compile(r"Critical process '(?P<name>[^']{1,200})' exited with code (?P<code>-?\d+)")
-_SIGTERM_RE: Final = re.compile(r"Received signal (SIG[A-Z]+), initiating cleanup")
-_TIME_LIMIT_RE: Final = re.compile(r"CANCELLED AT \S+ DUE TO TIME LIMIT")
-_JOB_ID_RE: Final = re.compile(r"(?:^|\]\s|\s)Job ID: (?P<job>\d{1,12}(?:_\d{1,8})?)\s*$")
-_NODES_RE: Final = re.compile(r"^\s*Nodes: (?P<n>\d{1,6})\s*$")
-_WORKER_NODES_RE: Final = re.compile(r"Worker nodes: (?P<nodes>.+?)\s*$")
+# Checked in order; the first rule that matches a line decides it, as in `srtctl monitor`.
+_STAGE_RULES: Final = _RULES.stage_rules("sweep.stages")
+_SWEEP_DONE_RE: Final = _RULES.pattern("sweep.done")
+_SWEEP_FAILED_KEY, _SWEEP_FAILED_RE = _RULES.rule("sweep.failed")
+_CLEANUP_KEY, _CLEANUP_RE = _RULES.rule("sweep.cleanup")
+_BENCH_OK_KEY, _BENCH_OK_RE = _RULES.rule("sweep.benchmark_ok")
+_SIGTERM_KEY, _SIGTERM_RE = _RULES.rule("sweep.signalled")
+_TIME_LIMIT_KEY, _TIME_LIMIT_RE = _RULES.rule("sweep.time_limit")
+_JOB_ID_KEY, _JOB_ID_RE = _RULES.rule("sweep.job_id")
+_NODES_KEY, _NODES_RE = _RULES.rule("sweep.nodes")
+_WORKER_NODES_KEY, _WORKER_NODES_RE = _RULES.rule("sweep.worker_nodes")
+_FAILED_KEYS: Final = _RULES.keywords("sweep.failure_keywords")
+_FAILED_RES: Final = _RULES.patterns("sweep.failures")
+_CRITICAL_RE: Final = _RULES.pattern("sweep.critical_exit")
+_PROCESS_RE: Final = _RULES.pattern("files.process")
 
-_NOT_READY_RE: Final = re.compile(
-    r"waiting for (-?\d+) prefills? and (-?\d+) decodes?\. Have (\d+) prefills? and (\d+) decodes?"
-)
-_READY_RE: Final = re.compile(r"Model is ready\. Have (\d+) prefills? and (\d+) decodes?")
-_EXPECT_PD_RE: Final = re.compile(r"expecting \d+ health entries: (\d+)P \+ (\d+)D")
-_EXPECT_AGG_RE: Final = re.compile(r"expecting (\d+) agg\b")
-_POLL_FOR_RE: Final = re.compile(r"Polling \S+ every \S+ for (\d+) prefills? and (\d+) decodes?")
-_OTHER_READY_RE: Final = re.compile(r"trtllm-serve frontend healthy at|vLLM OpenAI server ready at")
-_READINESS_KEYS: Final = ("ready", "expecting", "Polling", "healthy at")
+_READINESS_KEYS: Final = _RULES.keywords("readiness.keywords")
+_NOT_READY_RE: Final = _RULES.pattern("readiness.not_ready")
+_READY_RE: Final = _RULES.pattern("readiness.ready")
+_EXPECT_PD_RE: Final = _RULES.pattern("readiness.expect_pd")
+_EXPECT_AGG_RE: Final = _RULES.pattern("readiness.expect_agg")
+_POLL_FOR_RE: Final = _RULES.pattern("readiness.poll_for")
+_OTHER_READY_RE: Final = _RULES.pattern("readiness.other_ready")
 
 # --------------------------------------------------------------------------- worker rules
 
-# safetensors/pt progress bars (tqdm; a line may hold several `\r` updates: the last wins).
-_SHARDS_RE: Final = re.compile(
-    r"Loading (?:safetensors |pt |bin |gguf |model )?(?:checkpoint )?(?:shards|weights)\b[^|\r\n]{0,60}?\|\s{0,4}"
-    r"(\d{1,6})/(\d{1,6})"
-)
-_LOADED_RE: Final = re.compile(
-    r"Load weight end|Loading weights took|Model loading took|Model loaded in|Loading model weights took"
-    r"|Finished loading (?:model )?weights|[Ww]eights loaded|Model load(?:ing)? (?:done|finished|complete)"
-)
-_GRAPH_BAR_RE: Final = re.compile(
-    r"Captur(?:ing|e)[^:\r\n|]{0,120}?:\s{0,4}\d{1,3}%\|[^|\r\n]{0,200}\|\s{0,4}(\d{1,6})/(\d{1,6})"
-)
-_GRAPH_BEGIN_RE: Final = re.compile(
-    r"Capture (?:cuda|hip) ?graph begin|Capturing (?:CUDA|HIP|cuda|hip) ?graphs? for|cudagraph capture (?:begin|start)",
-    re.IGNORECASE,
-)
-_GRAPH_END_RE: Final = re.compile(
-    r"Capture (?:cuda|hip) ?graph end|(?:cuda|hip) ?graph capture (?:done|finished|complete)"
-    r"|Graph capturing finished|(?:cuda|hip) ?graphs? captured|cudagraph capture (?:done|finished|end)",
-    re.IGNORECASE,
-)
-_SERVER_UP_RE: Final = re.compile(
-    r"Uvicorn running on|Application startup complete|Server started on https?://"
-    r"|server (?:is )?(?:listening|running) (?:on|at) https?://|Started HTTP server|OpenAI server (?:is )?ready"
-)
-_READY_WORKER_RE: Final = re.compile(
-    r"The server is fired up and ready to roll|Registered with \S{0,80} ?(?:router|frontend)"
-    r"|[Rr]egistered (?:with|to) (?:the )?(?:router|frontend|etcd|discovery|atomesh)"
-    r"|Worker \S{1,80} registered|Successfully registered"
-)
+_WORKER_KEYS: Final = _RULES.keywords("worker.keywords")
+_LOADING_KEYS: Final = _RULES.keywords("worker.loading.keywords")
+_SHARDS_RE: Final = _RULES.pattern("worker.loading.shards")
+_LOADED_RE: Final = _RULES.pattern("worker.loading.loaded")
+_GRAPH_KEYS: Final = _RULES.keywords("worker.graphs.keywords")
+_GRAPH_BAR_RE: Final = _RULES.pattern("worker.graphs.bar")
+_GRAPH_BEGIN_RE: Final = _RULES.pattern("worker.graphs.begin")
+_GRAPH_END_RE: Final = _RULES.pattern("worker.graphs.end")
+_SERVER_UP_RE: Final = _RULES.pattern("worker.server_up")
+_READY_WORKER_RE: Final = _RULES.pattern("worker.ready")
 
 
 class StageTracker:
@@ -502,15 +544,15 @@ class StageTracker:
         self._readiness_line(file, line_no, line, changes)
         if _SWEEP_DONE_RE.search(line):
             self._final = Stage.COMPLETED
-        elif "Sweep failed" in line and _SWEEP_FAILED_RE.search(line):
+        elif _SWEEP_FAILED_KEY in line and _SWEEP_FAILED_RE.search(line):
             self._final = Stage.FAILED
             self._note_failure(line)
-        elif "Cleanup" in line and _CLEANUP_RE.search(line):
+        elif _CLEANUP_KEY in line and _CLEANUP_RE.search(line):
             self._cleanup = True
             if self._cleanup_mark is None:
                 self._cleanup_mark = (file, line_no, line)
         else:
-            if "completed successfully" in line and _BENCH_OK_RE.search(line):
+            if _BENCH_OK_KEY in line and _BENCH_OK_RE.search(line):
                 self._bench_ok = True
             if any(k in line for k in _FAILED_KEYS):
                 for pattern in _FAILED_RES:
@@ -520,9 +562,9 @@ class StageTracker:
                 critical = _CRITICAL_RE.search(line)
                 if critical is not None:
                     self._critical_exit(critical, file, line_no, changes)
-            if "initiating cleanup" in line and _SIGTERM_RE.search(line):
+            if _SIGTERM_KEY in line and _SIGTERM_RE.search(line):
                 self._signalled = True
-            if "TIME LIMIT" in line and _TIME_LIMIT_RE.search(line):
+            if _TIME_LIMIT_KEY in line and _TIME_LIMIT_RE.search(line):
                 self._time_limit = True
             if not self._cleanup:
                 for keyword, pattern, stage in _STAGE_RULES:
@@ -537,15 +579,15 @@ class StageTracker:
             self._failure = _message(line)
 
     def _sweep_facts(self, line: str) -> None:
-        if self._job_id is None and "Job ID:" in line:
+        if self._job_id is None and _JOB_ID_KEY in line:
             m = _JOB_ID_RE.search(line)
             if m is not None:
                 self._job_id = m.group("job")
-        if self._nodes is None and "Nodes:" in line:
+        if self._nodes is None and _NODES_KEY in line:
             m = _NODES_RE.search(line)
             if m is not None:
                 self._nodes = int(m.group("n"))
-        if not self._worker_nodes and "Worker nodes:" in line:
+        if not self._worker_nodes and _WORKER_NODES_KEY in line:
             m = _WORKER_NODES_RE.search(line)
             if m is not None:
                 self._worker_nodes = tuple(n.strip() for n in m.group("nodes").split(",") if n.strip())
@@ -579,10 +621,10 @@ class StageTracker:
     def _critical_exit(self, m: re.Match[str], file: str, line_no: int, changes: list[StageChange]) -> None:
         # srtctl names worker processes `<mode>_<idx>_<node>`.
         name = m.group("name")
-        pm = re.match(r"^(prefill|decode|agg)_(\d+)_(.+)$", name)
+        pm = _PROCESS_RE.match(name)
         if pm is None:
             return
-        key = (pm.group(3), pm.group(1), int(pm.group(2)))
+        key = (pm.group("node"), pm.group("mode"), int(pm.group("idx")))
         reason = f"exited with code {m.group('code')}"
         self._exits.setdefault(key, (reason, file, line_no))
         for worker in self._workers.values():
@@ -616,18 +658,9 @@ class StageTracker:
         self, worker: WorkerProgress, file: str, line_no: int, line: str, changes: list[StageChange]
     ) -> None:
         # The hot path: most worker lines hold none of these words.
-        if not (
-            "oad" in line
-            or "aptur" in line
-            or "raph" in line
-            or "erver" in line
-            or "egister" in line
-            or "Uvicorn" in line
-            or "startup complete" in line
-            or "eights" in line
-        ):
+        if not any(k in line for k in _WORKER_KEYS):
             return
-        if "oad" in line:
+        if any(k in line for k in _LOADING_KEYS):
             found = _last_match(_SHARDS_RE, line)
             if found is not None:
                 done, total = int(found.group(1)), int(found.group(2))
@@ -640,7 +673,7 @@ class StageTracker:
                     worker.shards_loaded = worker.shards_total
                 self._advance(worker, WorkerStage.LOADED, file, line_no, changes)
                 return
-        if "aptur" in line or "raph" in line:
+        if any(k in line for k in _GRAPH_KEYS):
             bar = _last_match(_GRAPH_BAR_RE, line)
             if bar is not None:
                 done, total = int(bar.group(1)), int(bar.group(2))
@@ -677,7 +710,7 @@ class StageTracker:
 
 
 _LIVE_STATES: Final = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "REQUEUED"})
-_PREFIX_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+\[[A-Z]+\]\s+")
+_PREFIX_RE: Final = _RULES.pattern("files.message_prefix")
 
 
 def _state_name(state: object) -> str | None:

@@ -20,7 +20,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, BinaryIO, Final
 
 from console.diagnosis import Diagnosis, FindingGroup, Observation, diagnose_groups
@@ -239,7 +239,7 @@ class TriageUpdate:
 
 
 @dataclass
-class _FileState:
+class _FileTriage:
     lines: int = 0
     node: str | None = None
     worker: str | None = None
@@ -283,7 +283,7 @@ class Triage:
     def __init__(self, matcher: Matcher | None = None, *, max_findings: int = MAX_FINDINGS) -> None:
         self.matcher = matcher or default_matcher()
         self.tracker = StageTracker()
-        self._files: dict[str, _FileState] = {}
+        self._files: dict[str, _FileTriage] = {}
         self._findings: list[Observation] = []
         self._groups: dict[tuple[str, str | None, str | None, str | None], list[Any]] = {}
         self._dropped = 0
@@ -388,10 +388,10 @@ class Triage:
 
     # ------------------------------------------------------------------ internals
 
-    def _file(self, file: str) -> _FileState:
+    def _file(self, file: str) -> _FileTriage:
         state = self._files.get(file)
         if state is None:
-            state = _FileState()
+            state = _FileTriage()
             name = PurePath(file).name
             m = WORKER_FILE_RE.match(name)
             if m is not None:
@@ -403,7 +403,7 @@ class Triage:
         return state
 
     @staticmethod
-    def _quote(state: _FileState, text: str) -> bool:
+    def _quote(state: _FileTriage, text: str) -> bool:
         """Whether this sweep-log line quotes a worker's log (FAILURE DETAILS)."""
         body = text
         if body[:1].isdigit():
@@ -422,7 +422,7 @@ class Triage:
         return False
 
     def _observe(
-        self, file: str, state: _FileState, line_no: int, text: str, finding: Finding, quoted: bool = False
+        self, file: str, state: _FileTriage, line_no: int, text: str, finding: Finding, quoted: bool = False
     ) -> Observation:
         captures = finding.captures
         node, worker, mode = state.node, state.worker, state.mode
@@ -472,7 +472,7 @@ class Triage:
             self._dropped += 1
         return observation
 
-    def _time(self, state: _FileState, text: str) -> tuple[float, bool] | None:
+    def _time(self, state: _FileTriage, text: str) -> tuple[float, bool] | None:
         found = line_time(text)
         if found is None:
             # An undated line (a traceback) takes the time of the last dated line above it.
@@ -499,7 +499,7 @@ class Triage:
         return stamp
 
     @staticmethod
-    def _normalise(state: _FileState, found: tuple[float, bool]) -> tuple[float, bool]:
+    def _normalise(state: _FileTriage, found: tuple[float, bool]) -> tuple[float, bool]:
         seconds, has_date = found
         if has_date:
             state.last_date = seconds - seconds % 86400.0
@@ -507,3 +507,40 @@ class Triage:
         if state.last_date is not None:
             return state.last_date + seconds, True
         return found
+
+
+# --------------------------------------------------------------------------- files on this machine
+
+LOG_SUFFIXES = (".out", ".log", ".err")
+_FEED_BATCH = 4096
+
+
+def feed_file(triage: Triage, path: Path) -> None:
+    """Feed a whole log file on this machine, line by line in batches; ``OSError`` when it cannot be read."""
+    name = str(path)
+    with path.open("rb") as fh:
+        batch: list[str] = []
+        for line in read_lines(fh):
+            batch.append(line)
+            if len(batch) >= _FEED_BATCH:
+                triage.feed(name, batch)
+                batch = []
+        triage.feed(name, batch)
+
+
+def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Diagnosis | None:
+    """The diagnosis of a job from its logs on this machine; None when there are none."""
+    logs = Path(output_dir) / "logs"
+    try:
+        files = sorted(p for p in logs.iterdir() if p.is_file() and p.name.endswith(LOG_SUFFIXES))
+    except OSError:
+        return None
+    if not files:
+        return None
+    triage = Triage()
+    for path in files:
+        try:
+            feed_file(triage, path)
+        except OSError:
+            continue
+    return triage.diagnose(state)

@@ -2,35 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.message import Message
+from textual.worker import Worker, WorkerState
 
-from console.clusters import LOCAL, Profile, load_profiles
-from console.config import load_config
-from console.engine import AttemptChanged, ClusterChanged, Engine, Event, LaunchRefused
+from console.clusters import LOCAL, Profile
+from console.engine import Engine, LaunchRefused
+from console.events import CoreEvent, TrackingError
 from console.model import Recipe
-from console.monitor import LogLines, Monitor, MonitorEvent, PointArrived, Triaged
+from console.monitor import Monitor
 from console.paths import asset
-from console.store import Store, StoreError, default_data_dir
-from screens.messages import (
-    AttemptUpdated,
-    ClusterStatusChanged,
-    LogLinesArrived,
-    PointUpdated,
-    TriageUpdated,
-)
+from console.session import POLL_INTERVAL_S, Session
+from console.store import StoreError
+from screens.messages import CoreUpdate, LaunchRequested, WorkerFailed
 from screens.recipes import RecipesScreen
 from screens.sweeps import SweepsScreen
 
-POLL_INTERVAL_S = 2.0
 SWEEPS = "sweeps"
+
+__all__ = ["POLL_INTERVAL_S", "SrtConsole", "make_app", "run"]
 
 
 class SrtConsole(App[None]):
@@ -44,75 +38,60 @@ class SrtConsole(App[None]):
         Binding("ctrl+q", "quit", "Quit", show=False),
     ]
 
-    def __init__(
-        self,
-        roots: list[Path],
-        notes: list[str] | None = None,
-        engine: Engine | None = None,
-        default_cluster: str = LOCAL,
-    ) -> None:
+    def __init__(self, roots: list[Path], notes: list[str] | None = None, session: Session | None = None) -> None:
         super().__init__()
         self.roots = roots
         self.notes = notes or []
-        self.engine = engine
-        self.default_cluster = default_cluster
+        self.session = session
         self.sweeps_screen: SweepsScreen | None = None
-        self.monitor: Monitor | None = None
+        self._unsubscribe = session.subscribe(self._on_core_event) if session is not None else None
+
+    @property
+    def engine(self) -> Engine | None:
+        return self.session.engine if self.session else None
+
+    @property
+    def monitor(self) -> Monitor | None:
+        return self.session.monitor if self.session else None
 
     @property
     def profiles(self) -> dict[str, Profile]:
-        return self.engine.profiles if self.engine else {}
+        return self.session.profiles if self.session else {}
+
+    @property
+    def default_cluster(self) -> str:
+        return self.session.default_cluster if self.session else LOCAL
 
     def on_mount(self) -> None:
-        default = self.profiles.get(self.default_cluster)
-        # Recipes are checked for the srtctl of the default cluster, when its profile says which.
-        self.push_screen(RecipesScreen(self.roots, self.notes, default.flavour() if default else None))
-        if self.engine is not None:
-            self.engine.subscribe(self._on_engine_event)
-            self.monitor = Monitor(self.engine)
-            self.monitor.subscribe(self._on_monitor_event)
+        self.push_screen(RecipesScreen(self.roots, self.notes, self.session))
+        if self.session is not None:
             self.track_jobs()
 
-    def _broadcast(self, message_factory: Callable[[], Message]) -> None:
-        """Post a fresh message to every screen on the stack (screens that don't care ignore it)."""
+    def _on_core_event(self, event: CoreEvent) -> None:
+        # Core events arrive on the app's own loop. Every screen on the stack gets one message
+        # with the event itself (screens that don't care ignore it).
         for screen in self.screen_stack:
-            screen.post_message(message_factory())
-
-    def _on_engine_event(self, event: Event) -> None:
-        # Engine events arrive on the app's own loop.
-        if isinstance(event, AttemptChanged):
-            self._broadcast(lambda: AttemptUpdated(event.attempt))
-        elif isinstance(event, ClusterChanged):
-            self._broadcast(lambda: ClusterStatusChanged(event.cluster, event.status))
-
-    def _on_monitor_event(self, event: MonitorEvent) -> None:
-        if isinstance(event, LogLines):
-            self._broadcast(lambda: LogLinesArrived(event.attempt_id, event.file, event.first_line_no, event.lines,
-                                                    event.findings))  # fmt: skip
-        elif isinstance(event, Triaged):
-            self._broadcast(lambda: TriageUpdated(event.attempt_id, event.diagnosis, event.snapshot,
-                                                  event.new_findings))  # fmt: skip
-        elif isinstance(event, PointArrived):
-            self._broadcast(lambda: PointUpdated(event.attempt_id, event.point))
+            screen.post_message(CoreUpdate(event))
+        if isinstance(event, TrackingError):
+            where = f"{event.cluster}: " if event.cluster else ""
+            self.notify(f"{where}{event.message}", title="Tracking error", severity="warning", timeout=10)
 
     @work(exclusive=True, group="tracker", exit_on_error=False)
     async def track_jobs(self) -> None:
-        """Poll every cluster with live attempts and follow their logs, for as long as the console runs."""
-        assert self.engine is not None and self.monitor is not None
-        while True:
-            await self.engine.poll_once()
-            try:
-                await self.monitor.sync()
-            except Exception as exc:
-                self.notify(f"log following: {exc}", severity="warning")
-            await asyncio.sleep(POLL_INTERVAL_S)
+        """The session's poll loop, for as long as the console runs (failures are reported, not fatal)."""
+        assert self.session is not None
+        await self.session.track(POLL_INTERVAL_S)
+
+    @on(LaunchRequested)
+    def _launch_requested(self, message: LaunchRequested) -> None:
+        self.launch(message.recipe, message.cluster)
 
     @work(exclusive=False, group="launch", exit_on_error=False)
     async def launch(self, recipe: Recipe, cluster: str) -> None:
         """Submit the recipe's arms exactly as the launch dialog showed them."""
-        assert self.engine is not None
+        assert self.session is not None
         try:
-            sweep_id = await self.engine.launch([recipe.path], cluster, planned=([recipe], list(recipe.arms)))
+            sweep_id = await self.session.launch(recipe, cluster)
         except LaunchRefused as exc:
             detail = "\n".join(exc.problems[:5])
             self.notify(f"{exc}\n{detail}".strip(), severity="error", timeout=10)
@@ -120,14 +99,32 @@ class SrtConsole(App[None]):
         self.notify(f"Sweep s{sweep_id} submitted to {cluster}")
         self.action_show_sweeps()
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR:
+            self._show_failure(event.worker)
+
+    @on(WorkerFailed)
+    def _worker_failed(self, message: WorkerFailed) -> None:
+        self._show_failure(message.worker)
+
+    def _show_failure(self, worker: Worker[object]) -> None:
+        """Any worker, the app's or a screen's or widget's, that ended in error is shown: failures never vanish."""
+        error = worker.error
+        self.notify(
+            f"{worker.name or 'a background task'} failed: {type(error).__name__}: {error}",
+            title="Error",
+            severity="error",
+            timeout=15,
+        )
+
     def action_show_sweeps(self) -> None:
-        if self.engine is None:
+        if self.session is None:
             self.notify("No store: launching and tracking are unavailable", severity="error")
             return
         # Installed, not merely kept: a screen that is popped without being installed is torn
         # down, and pushing that instance again leaves it on the stack but never repainted.
         if self.sweeps_screen is None:
-            self.sweeps_screen = SweepsScreen(self.engine)
+            self.sweeps_screen = SweepsScreen(self.session)
             self.install_screen(self.sweeps_screen, SWEEPS)
         if self.sweeps_screen in self.screen_stack:
             while self.screen is not self.sweeps_screen:
@@ -142,31 +139,37 @@ class SrtConsole(App[None]):
             self.action_show_help_panel()
 
     async def on_unmount(self) -> None:
-        if self.monitor is not None:
-            await self.monitor.close()
-        if self.engine is not None:
-            await self.engine.close()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        if self.session is not None:
+            await self.session.close()
 
 
 def make_app(
-    roots: list[Path], notes: list[str] | None = None, engine: Engine | None = None, default_cluster: str = LOCAL
+    roots: list[Path],
+    notes: list[str] | None = None,
+    engine: Engine | None = None,
+    default_cluster: str = LOCAL,
+    *,
+    session: Session | None = None,
 ) -> SrtConsole:
-    """The app, built the same way for the CLI and for tests."""
-    return SrtConsole(roots, notes, engine, default_cluster)
+    """The app, built the same way for the CLI and for tests (around a session, or an engine)."""
+    if session is None and engine is not None:
+        session = Session.of(engine, default_cluster)
+    return SrtConsole(roots, notes, session)
 
 
 def run(roots: list[Path], notes: list[str] | None = None, config_path: str | None = None) -> int:
     notes = list(notes or [])
-    config = load_config(config_path)
-    data_dir = default_data_dir()
-    profiles, problems = load_profiles(config, data_dir)
-    notes += problems
-    engine: Engine | None = None
+
+    def note(problem: str) -> None:
+        if problem not in notes:  # config problems may already be among the recipe roots' notes
+            notes.append(problem)
+
+    session: Session | None = None
     try:
-        engine = Engine(Store(data_dir / "console.sqlite3"), profiles, data_dir)
+        session = Session.open(config_path, on_note=note)
     except StoreError as exc:
         notes.append(f"{exc}: launching and tracking are unavailable")
-    default = config.raw.get("default_cluster")
-    default_cluster = default if isinstance(default, str) and default in profiles else LOCAL
-    make_app(roots, notes, engine, default_cluster).run()
+    make_app(roots, notes, session=session).run()
     return 0

@@ -14,22 +14,23 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from console.diagnosis import Diagnosis, FindingGroup, Observation
-from console.engine import Engine
+from console.events import AgentChanged, AttemptChanged, LogLines, Triaged
 from console.ids import attempt_ref
-from console.monitor import AttemptView, Monitor
+from console.monitor import AttemptView
+from console.session import Session
 from console.stages import StageSnapshot
 from console.store import AttemptRow
 from screens.dialogs import ConfirmDialog
-from screens.messages import AttemptUpdated, LogLinesArrived, TriageUpdated
+from screens.messages import CoreUpdate, ReportsWorkerErrors
 from screens.widgets.findings import DiagnosisBanner, FindingsPanel
-from screens.widgets.log_view import LogLines, LogView
+from screens.widgets.log_view import LogBody, LogView
 from screens.widgets.workers import WorkersPanel
 
 MAX_MARKS = 100_000
 """Finding lines marked in the log view at most."""
 
 
-class AttemptScreen(Screen[None]):
+class AttemptScreen(ReportsWorkerErrors, Screen[None]):
     """Everything about one attempt, live."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -50,13 +51,13 @@ class AttemptScreen(Screen[None]):
         Binding("l", "focus_log", "Log", show=False),
     ]
 
-    def __init__(self, engine: Engine, monitor: Monitor, attempt_id: int) -> None:
+    def __init__(self, session: Session, attempt_id: int) -> None:
         super().__init__()
-        self.engine = engine
-        self.monitor = monitor
+        self.session = session
+        self.monitor = session.monitor
         self.attempt_id = attempt_id
-        self.attempt: AttemptRow = engine.store.attempt(attempt_id)
-        arm = engine.store.arm(self.attempt.arm_id)
+        self.attempt: AttemptRow = session.attempt(attempt_id)
+        arm = session.arm(self.attempt.arm_id)
         self.arm_name = arm.name if arm else "?"
         demand = arm.summary.get("node_demand") if arm else None
         self.node_demand = demand if isinstance(demand, int) else None
@@ -178,38 +179,35 @@ class AttemptScreen(Screen[None]):
         if a.nodelist:
             text.append("  nodes ", "dim")
             text.append(a.nodelist)
+        agent = self.session.agent_statuses().get(a.cluster)
+        if agent is not None:
+            text.append("  logs ", "dim")
+            text.append(agent.summary)
         self.query_one("#attempt-head", Static).update(text)
 
-    @on(AttemptUpdated)
-    def _attempt_updated(self, message: AttemptUpdated) -> None:
-        if message.attempt.id != self.attempt_id:
-            return
-        self.attempt = message.attempt
-        self._show_head()
-        self._show_banner()
-        if self.view is None and self.attempt.output_dir and not self._opening:
-            self.open_attempt()
-
-    @on(LogLinesArrived)
-    def _lines_arrived(self, message: LogLinesArrived) -> None:
-        if message.attempt_id != self.attempt_id:
-            return
-        self.log_view.append(message.file, message.first_line_no, message.lines)
-        self._add_findings(message.findings)
-
-    @on(TriageUpdated)
-    def _triage_updated(self, message: TriageUpdated) -> None:
-        if message.attempt_id != self.attempt_id:
-            return
-        self._add_findings(message.new_findings)
-        self._show_triage(message.diagnosis, message.snapshot)
+    @on(CoreUpdate)
+    def _core_update(self, message: CoreUpdate) -> None:
+        event = message.event
+        if isinstance(event, AttemptChanged) and event.attempt.id == self.attempt_id:
+            self.attempt = event.attempt
+            self._show_head()
+            self._show_banner()
+            if self.view is None and self.attempt.output_dir and not self._opening:
+                self.open_attempt()
+        elif isinstance(event, LogLines) and event.attempt_id == self.attempt_id:
+            self.log_view.append(event.file, event.first_line_no, event.lines)
+        elif isinstance(event, Triaged) and event.attempt_id == self.attempt_id:
+            self._add_findings(event.new_findings)
+            self._show_triage(event.diagnosis, event.snapshot)
+        elif isinstance(event, AgentChanged) and event.cluster == self.attempt.cluster:
+            self._show_head()
 
     @on(FindingsPanel.Selected)
     def _finding_selected(self, message: FindingsPanel.Selected) -> None:
         self.log_view.jump_to(message.file, message.line_no)
         self.log_view.body.focus()
 
-    @on(LogLines.FollowChanged)
+    @on(LogBody.FollowChanged)
     def _follow_changed(self) -> None:
         self.refresh_bindings()
 
@@ -273,7 +271,7 @@ class AttemptScreen(Screen[None]):
     @work(group="cancel", exit_on_error=False)
     async def cancel_attempt(self, attempt: AttemptRow) -> None:
         try:
-            await self.engine.cancel([attempt])
+            await self.session.cancel([attempt])
         except Exception as exc:
             self.notify(f"cancel failed: {exc}", severity="error")
         else:

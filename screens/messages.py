@@ -1,17 +1,17 @@
-"""Messages the UI posts between its widgets and workers."""
+"""Messages the UI posts between its widgets, workers and screens."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from textual.message import Message
+from textual.message_pump import MessagePump
+from textual.worker import Worker, WorkerState
 
-from console.diagnosis import Diagnosis, Observation
+from console.events import CoreEvent
 from console.model import Recipe
-from console.results import PointResult
-from console.stages import StageSnapshot
-from console.store import AttemptRow
 
 
 @dataclass
@@ -30,44 +30,36 @@ class RecipeSelected(Message):
 
 
 @dataclass
-class AttemptUpdated(Message):
-    """The engine recorded a new state for an attempt (or a new attempt)."""
+class LaunchRequested(Message):
+    """The operator confirmed a launch of ``recipe`` on ``cluster`` (the app submits it)."""
 
-    attempt: AttemptRow
-
-
-@dataclass
-class ClusterStatusChanged(Message):
-    """A cluster's connection changed ("connected", "disconnected, retrying ...")."""
-
+    recipe: Recipe
     cluster: str
-    status: str
 
 
-@dataclass
-class LogLinesArrived(Message):
-    """New lines of one of an attempt's files (already matched: `findings` are among them)."""
+class CoreUpdate(Message):
+    """One of the core's own events (``console.events``), as the engine or the monitor emitted it.
 
-    attempt_id: int
-    file: str
-    first_line_no: int
-    lines: list[str]
-    findings: list[Observation]
+    The app posts one to every screen on the stack; each screen picks the events it shows.
+    """
 
-
-@dataclass
-class TriageUpdated(Message):
-    """An attempt's diagnosis, stages or findings changed."""
-
-    attempt_id: int
-    diagnosis: Diagnosis
-    snapshot: StageSnapshot
-    new_findings: list[Observation]
+    def __init__(self, event: CoreEvent) -> None:
+        super().__init__()
+        self.event = event
 
 
-@dataclass
-class PointUpdated(Message):
-    """A concurrency point's result file appeared or grew."""
+class WorkerFailed(Message):
+    """A background task (a Textual worker) of a screen or widget ended in error."""
 
-    attempt_id: int
-    point: PointResult
+    def __init__(self, worker: Worker[Any]) -> None:
+        super().__init__()
+        self.worker = worker
+
+
+class ReportsWorkerErrors:
+    """Mixed into every screen and widget that runs workers: one that ends in error is sent up
+    to the app, which shows it (a worker's own state messages do not bubble)."""
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR and isinstance(self, MessagePump):
+            self.post_message(WorkerFailed(event.worker))

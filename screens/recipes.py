@@ -16,12 +16,13 @@ from console.model import Recipe
 from console.recipes import load_recipe, load_targets
 from console.recipes.flavours import Flavour
 from console.recipes.loader import RECIPE_SUFFIXES
-from screens.messages import RecipeSelected, RecipesLoaded
+from console.session import Session
+from screens.messages import LaunchRequested, RecipeSelected, RecipesLoaded, ReportsWorkerErrors
 from screens.widgets.recipe_preview import RecipePreview
 from screens.widgets.recipe_tree import RecipeTree
 
 
-class RecipesScreen(Screen[None]):
+class RecipesScreen(ReportsWorkerErrors, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload"),
         Binding("p", "show_tab('tab-problems')", "Problems"),
@@ -31,11 +32,14 @@ class RecipesScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, roots: list[Path], notes: list[str] | None = None, flavour: Flavour | None = None) -> None:
+    def __init__(self, roots: list[Path], notes: list[str] | None = None, session: Session | None = None) -> None:
         super().__init__()
         self.roots = roots
         self.notes = notes or []
-        self.flavour = flavour  # the srtctl the recipes are checked for; None: not known
+        self.session = session
+        default = session.profiles.get(session.default_cluster) if session is not None else None
+        # Recipes are checked for the srtctl of the default cluster, when its profile says which.
+        self.flavour: Flavour | None = default.flavour() if default is not None else None
         self.recipes: dict[str, Recipe] = {}
         self.selected: str | None = None
 
@@ -99,12 +103,11 @@ class RecipesScreen(Screen[None]):
 
     def action_launch(self) -> None:
         """Confirm, then launch every arm of the selected recipe file."""
-        from screens.app import SrtConsole
         from screens.dialogs import LaunchDialog
 
-        app = self.app
+        session = self.session
         recipe = self.recipes.get(self.selected or "")
-        if not isinstance(app, SrtConsole) or app.engine is None:
+        if session is None:
             self.notify("No store: launching is unavailable", severity="error")
             return
         if recipe is None:
@@ -116,10 +119,10 @@ class RecipesScreen(Screen[None]):
 
         def chosen(cluster: str | None) -> None:
             if cluster:
-                app.launch(recipe, cluster)
+                self.post_message(LaunchRequested(recipe, cluster))  # the app submits it
 
-        dialog = LaunchDialog(f"Launch {recipe.path}", list(recipe.arms), app.profiles, app.default_cluster)
-        app.push_screen(dialog, chosen)
+        dialog = LaunchDialog(f"Launch {recipe.path}", list(recipe.arms), session.profiles, session.default_cluster)
+        self.app.push_screen(dialog, chosen)
 
     def action_show_tab(self, tab: str) -> None:
         from textual.widgets import TabbedContent

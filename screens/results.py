@@ -1,23 +1,21 @@
 """Results of a sweep, live: one table per arm (every expected point from the start) and a plot.
 
-Rows are keyed by concurrency and updated cell by cell as points arrive (``PointUpdated``),
-as attempts change (``AttemptUpdated``: a rerun adds an attempt, an ended one stops running)
-and as ``benchmark.out`` says which point is being measured (``LogLinesArrived``). Each arm's
+Rows are keyed by concurrency and updated cell by cell as points arrive (``PointArrived``),
+as attempts change (``AttemptChanged``: a rerun adds an attempt, an ended one stops running)
+and as ``benchmark.out`` says which point is being measured (``PointRunning``). Each arm's
 row shows the merged view of all its attempts: the latest valid result per point and the
 attempt it came from.
-
-Also here: the rerun flow the sweeps screen runs on ``r`` / ``R`` and the export it runs on ``e``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -26,25 +24,14 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Label, Static
 
-from console.engine import Engine, LaunchRefused
+from console.engine import LaunchRefused
+from console.events import AttemptChanged, PointArrived, PointRunning
 from console.ids import arm_ref, attempt_ref, sweep_ref
-from console.rerun import (
-    AttemptPoints,
-    RerunPlan,
-    RerunRefused,
-    arm_points_view,
-    diagnose_output_dir,
-    expected_points,
-    fetch_arm_points,
-    plan_rerun,
-    points_csv,
-    points_rows,
-    rerun,
-)
-from console.results import PointResult, arm_points, merge_attempts, running_concurrency
+from console.results import AttemptPoints, PointResult, arm_view, points_csv, points_rows
+from console.results.arms import ResultsUnavailable, expected_points
+from console.session import Session
 from console.store import ArmRow, AttemptRow
-from screens.dialogs import ConfirmDialog
-from screens.messages import AttemptUpdated, LogLinesArrived, PointUpdated
+from screens.messages import CoreUpdate, ReportsWorkerErrors
 from screens.widgets.plot import PARETO, THROUGHPUT, PointsPlot, Series
 
 COLUMNS = (
@@ -61,18 +48,25 @@ COLUMNS = (
     ("e2el", "E2EL p50 ms"),
     ("completed", "completed"),
 )
-_STATUS_STYLE = {"done": "green", "running": "bold", "missing": "dim", "incomplete": "yellow", "invalid": "red"}
-_BENCH_TAIL_CHARS = 16 * 1024
+# Each status's look is a component class of the screen: its colour comes from the theme.
+STATUS_CLASSES = {
+    "done": "results--done",
+    "running": "results--running",
+    "missing": "results--missing",
+    "incomplete": "results--incomplete",
+    "invalid": "results--invalid",
+}
 
 
 def _num(value: float | None, digits: int = 1) -> Text:
     return Text("-" if value is None else f"{value:,.{digits}f}", justify="right")
 
 
-def point_cells(point: PointResult) -> dict[str, Any]:
+def point_cells(point: PointResult, styles: Mapping[str, Style] | None = None) -> dict[str, Any]:
+    """The row of one point; ``styles`` maps a status to its look (plain text without)."""
     return {
         "conc": Text(str(point.concurrency), justify="right"),
-        "status": Text(point.status, style=_STATUS_STYLE.get(point.status, "")),
+        "status": Text(point.status, style=(styles or {}).get(point.status, "")),
         "attempt": point.attempt or "",
         "out": _num(point.output_tok_s),
         "total": _num(point.total_tok_s),
@@ -95,19 +89,24 @@ class ArmResults:
         self.attempts: dict[int, AttemptRow] = {a.id: a for a in attempts}
         self.points: dict[int, dict[int, PointResult]] = {a.id: {} for a in attempts}
         self.running: dict[int, int | None] = {}
-        self.bench_tail: dict[int, str] = {}
         self.shown: dict[int, PointResult] = {}
 
     def merged(self) -> list[PointResult]:
-        per_attempt = []
-        for attempt in sorted(self.attempts.values(), key=lambda a: a.number):
-            running = self.running.get(attempt.id) if attempt.live else None
-            points = arm_points(attempt.concurrencies, self.points.get(attempt.id, {}).values(), running)
-            per_attempt.append((attempt_ref(attempt.arm_id, attempt.number), points))
-        return arm_points(self.expected, merge_attempts(per_attempt))
+        return arm_view(
+            self.expected,
+            (
+                (
+                    attempt_ref(attempt.arm_id, attempt.number),
+                    attempt.concurrencies,
+                    self.points.get(attempt.id, {}).values(),
+                    self.running.get(attempt.id) if attempt.live else None,
+                )
+                for attempt in sorted(self.attempts.values(), key=lambda a: a.number)
+            ),
+        )
 
 
-class ResultsScreen(Screen[None]):
+class ResultsScreen(ReportsWorkerErrors, Screen[None]):
     """Every arm of one sweep: a live table each and one plot across them."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -116,11 +115,20 @@ class ResultsScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
     ]
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(STATUS_CLASSES.values())
+    DEFAULT_CSS = """
+    ResultsScreen > .results--done { color: $success; }
+    ResultsScreen > .results--running { text-style: bold; }
+    ResultsScreen > .results--missing { color: $text-muted; }
+    ResultsScreen > .results--incomplete { color: $warning; }
+    ResultsScreen > .results--invalid { color: $error; }
+    """
+
     def __init__(
-        self, engine: Engine, sweep_id: int, focus_arm_id: int | None = None, export_dir: Path | None = None
+        self, session: Session, sweep_id: int, focus_arm_id: int | None = None, export_dir: Path | None = None
     ) -> None:
         super().__init__()
-        self.engine = engine
+        self.session = session
         self.sweep_id = sweep_id
         self.focus_arm_id = focus_arm_id
         self.export_dir = export_dir
@@ -135,17 +143,17 @@ class ResultsScreen(Screen[None]):
         yield Static("", id="results-head")
         with Horizontal(id="results-body"):
             with VerticalScroll(id="results-tables"):
-                for arm in self.engine.store.arms(self.sweep_id):
+                for arm in self.session.arms(self.sweep_id):
                     yield Label(Text(f"{arm_ref(arm.id)}  {arm.name}"), classes="results-arm-title")
                     yield DataTable(id=f"arm-{arm.id}", cursor_type="row", zebra_stripes=True, classes="results-table")
             yield PointsPlot(id="results-plot")
         yield Footer()
 
     def on_mount(self) -> None:
-        sweep = self.engine.store.sweep(self.sweep_id)
+        sweep = self.session.sweep(self.sweep_id)
         self.sub_title = f"results of {sweep_ref(self.sweep_id)} {sweep.name if sweep else ''}".strip()
-        for arm in self.engine.store.arms(self.sweep_id):
-            attempts = self.engine.store.attempts(arm.id)
+        for arm in self.session.arms(self.sweep_id):
+            attempts = self.session.attempts(arm.id)
             self.arms[arm.id] = ArmResults(arm, attempts)
             for attempt in attempts:
                 self._attempt_arm[attempt.id] = arm.id
@@ -159,6 +167,10 @@ class ResultsScreen(Screen[None]):
             table.focus()
             self.call_after_refresh(table.scroll_visible)
         self.load_points()
+
+    @property
+    def _status_styles(self) -> dict[str, Style]:
+        return {status: self.get_component_rich_style(name, partial=True) for status, name in STATUS_CLASSES.items()}
 
     def table(self, arm_id: int) -> DataTable[Any]:
         return self.query_one(f"#arm-{arm_id}", DataTable)
@@ -176,12 +188,10 @@ class ResultsScreen(Screen[None]):
 
     @work(exclusive=True, group="results-load", exit_on_error=False)
     async def load_points(self) -> None:
-        monitor = getattr(self.app, "monitor", None)
-        views = monitor.views if monitor is not None else None
         for arm_id, state in self.arms.items():
             try:
-                fetched: dict[int, AttemptPoints] = await fetch_arm_points(self.engine, arm_id, views)
-            except (RerunRefused, OSError, LaunchRefused) as exc:
+                fetched: dict[int, AttemptPoints] = await self.session.arm_points(arm_id)
+            except (ResultsUnavailable, OSError, LaunchRefused) as exc:
                 self.notify(f"{arm_ref(arm_id)}: {exc}", severity="warning")
                 continue
             for attempt_id, got in fetched.items():
@@ -202,9 +212,9 @@ class ResultsScreen(Screen[None]):
             previous = state.shown.get(point.concurrency)
             if previous == point:
                 continue
-            cells = point_cells(point)
+            cells = point_cells(point, self._status_styles)
             if key in table.rows:
-                old = point_cells(previous) if previous is not None else {}
+                old = point_cells(previous, self._status_styles) if previous is not None else {}
                 for column, value in cells.items():
                     if old.get(column) != value:
                         table.update_cell(key, column, value)
@@ -248,7 +258,7 @@ class ResultsScreen(Screen[None]):
         arm_id = self._attempt_arm.get(attempt_id)
         if arm_id is None:
             try:
-                attempt = self.engine.store.attempt(attempt_id)
+                attempt = self.session.attempt(attempt_id)
             except KeyError:
                 return None
             if attempt.arm_id not in self.arms:
@@ -263,36 +273,23 @@ class ResultsScreen(Screen[None]):
         state.points.setdefault(attempt.id, {})
         self._attempt_arm[attempt.id] = attempt.arm_id
 
-    @on(PointUpdated)
-    def point_updated(self, message: PointUpdated) -> None:
-        arm_id = self._arm_of(message.attempt_id)
-        if arm_id is None:
-            return
-        self.arms[arm_id].points.setdefault(message.attempt_id, {})[message.point.concurrency] = message.point
-        self._refresh_arm(arm_id)
-
-    @on(AttemptUpdated)
-    def attempt_updated(self, message: AttemptUpdated) -> None:
-        attempt = message.attempt
-        if attempt.arm_id not in self.arms:
-            return
-        self._add_attempt(attempt)
-        self._refresh_arm(attempt.arm_id)
-
-    @on(LogLinesArrived)
-    def log_lines(self, message: LogLinesArrived) -> None:
-        if not message.file.endswith("benchmark.out"):
-            return
-        arm_id = self._arm_of(message.attempt_id)
-        if arm_id is None:
-            return
-        state = self.arms[arm_id]
-        tail = (state.bench_tail.get(message.attempt_id, "") + "\n" + "\n".join(message.lines))[-_BENCH_TAIL_CHARS:]
-        state.bench_tail[message.attempt_id] = tail
-        running = running_concurrency(tail)
-        if state.running.get(message.attempt_id) != running:
-            state.running[message.attempt_id] = running
-            self._refresh_arm(arm_id)
+    @on(CoreUpdate)
+    def core_update(self, message: CoreUpdate) -> None:
+        event = message.event
+        if isinstance(event, PointArrived):
+            arm_id = self._arm_of(event.attempt_id)
+            if arm_id is not None:
+                self.arms[arm_id].points.setdefault(event.attempt_id, {})[event.point.concurrency] = event.point
+                self._refresh_arm(arm_id)
+        elif isinstance(event, AttemptChanged):
+            if event.attempt.arm_id in self.arms:
+                self._add_attempt(event.attempt)
+                self._refresh_arm(event.attempt.arm_id)
+        elif isinstance(event, PointRunning):
+            arm_id = self._arm_of(event.attempt_id)
+            if arm_id is not None and self.arms[arm_id].running.get(event.attempt_id) != event.concurrency:
+                self.arms[arm_id].running[event.attempt_id] = event.concurrency
+                self._refresh_arm(arm_id)
 
     # --- actions ------------------------------------------------------------------------
 
@@ -330,80 +327,3 @@ def write_export(directory: Path, sweep_id: int, rows: Sequence[dict[str, Any]])
     csv_path.write_text(points_csv(rows), encoding="utf-8")
     json_path.write_text(json.dumps({"sweep": sweep_ref(sweep_id), "points": list(rows)}, indent=2) + "\n")
     return [csv_path, json_path]
-
-
-# --------------------------------------------------------------------------- reruns from the UI
-
-_BUSY: set[tuple[int, int]] = set()  # (id(engine), arm id) while a rerun is being planned or submitted
-
-
-def rerun_body(plan: RerunPlan) -> str:
-    points = ", ".join(str(c) for c in plan.concurrencies)
-    what = "only its missing points" if plan.missing_only else "the whole arm again, exactly the last config"
-    lines = [
-        f"arm     {plan.arm}  {plan.arm_name}",
-        f"what    {what}",
-        f"points  {points}",
-        f"cluster {plan.cluster}",
-        f"after   {plan.last_attempt} ({plan.last_state}); earlier attempts and results are kept",
-    ]
-    if plan.warning:
-        lines += ["", f"WARNING: {plan.warning}"]
-    return "\n".join(lines)
-
-
-async def prepare_rerun(screen: Screen[Any], engine: Engine, arm_id: int, missing_only: bool) -> RerunPlan:
-    monitor = getattr(screen.app, "monitor", None)
-    views = monitor.views if monitor is not None else None
-    fetched = await fetch_arm_points(engine, arm_id, views) if missing_only else None
-    attempts = engine.store.attempts(arm_id)
-    last = attempts[-1] if attempts else None
-    view = views.get(last.id) if views is not None and last is not None else None
-    diagnosis = view.diagnosis if view is not None else None
-    if diagnosis is None and last is not None and last.output_dir and not last.live:
-        # A scan of the logs on this machine, off the UI thread (it touches no SQLite).
-        diagnosis = await asyncio.to_thread(diagnose_output_dir, last.output_dir, last.state)
-    return plan_rerun(engine.store, arm_id, missing_only, diagnosis, monitor_views=views, attempt_points=fetched)
-
-
-async def rerun_from_screen(screen: Screen[Any], engine: Engine, arm_id: int, missing_only: bool) -> AttemptRow | None:
-    """Plan, confirm and submit one rerun; a second press while one is under way does nothing."""
-    key = (id(engine), arm_id)
-    if key in _BUSY:
-        screen.notify(f"{arm_ref(arm_id)}: a rerun is already being prepared", severity="warning")
-        return None
-    _BUSY.add(key)
-    try:
-        try:
-            plan = await prepare_rerun(screen, engine, arm_id, missing_only)
-        except (RerunRefused, OSError, LaunchRefused) as exc:
-            screen.notify(f"Not rerun: {exc}", severity="error", timeout=8)
-            return None
-        except Exception as exc:
-            screen.notify(f"Not rerun: {type(exc).__name__}: {exc}", severity="error", timeout=8)
-            return None
-        title = "Rerun missing points?" if missing_only else "Rerun this arm?"
-        yes = await screen.app.push_screen_wait(ConfirmDialog(title, rerun_body(plan), yes="Submit (y)"))
-        if not yes:
-            return None
-        try:
-            row = await rerun(engine, plan)
-        except (RerunRefused, LaunchRefused) as exc:
-            screen.notify(f"Not rerun: {exc}", severity="error", timeout=8)
-            return None
-        if row.job_id:
-            screen.notify(f"{attempt_ref(row.arm_id, row.number)} submitted: job {row.job_id} on {row.cluster}")
-        else:
-            screen.notify(f"{attempt_ref(row.arm_id, row.number)}: {row.error or row.state}", severity="error")
-        return row
-    finally:
-        _BUSY.discard(key)
-
-
-async def export_sweep(engine: Engine, sweep_id: int, directory: Path, views: Any = None) -> list[Path]:
-    """Read every arm of the sweep and write its merged points as CSV and JSON."""
-    rows: list[dict[str, Any]] = []
-    for arm in engine.store.arms(sweep_id):
-        fetched = await fetch_arm_points(engine, arm.id, views)
-        rows += points_rows(arm.name, arm_points_view(engine.store, arm.id, views, attempt_points=fetched))
-    return write_export(directory, sweep_id, rows)

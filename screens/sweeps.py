@@ -1,4 +1,8 @@
-"""Sweeps and attempts, live: one row per attempt, updated in place as Slurm's answers arrive."""
+"""Sweeps and attempts, live: one row per attempt, updated in place as Slurm's answers arrive.
+
+Rows come from the session once, then from its events; the elapsed time ticks from the rows
+held here, so the UI loop never waits on SQLite.
+"""
 
 from __future__ import annotations
 
@@ -12,24 +16,23 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from console.engine import Engine
+from console.events import AgentChanged, AttemptChanged, ClusterChanged
 from console.ids import attempt_ref, sweep_ref
+from console.session import Session
 from console.store import AttemptRow
 from screens.dialogs import ConfirmDialog
-from screens.messages import AttemptUpdated, ClusterStatusChanged
+from screens.messages import CoreUpdate, ReportsWorkerErrors
 
 COLUMNS = ("attempt", "sweep", "arm", "cluster", "job", "state", "reason", "elapsed", "nodes")
-_STATE_STYLE = {
-    "COMPLETED": "green",
-    "RUNNING": "bold",
-    "PENDING": "yellow",
-    "SUBMITTING": "yellow",
-    "COMPLETING": "bold",
+# Each state's look is a component class: its colour comes from the theme.
+_STATE_CLASS = {
+    "COMPLETED": "sweeps--done",
+    "RUNNING": "sweeps--live",
+    "PENDING": "sweeps--waiting",
+    "SUBMITTING": "sweeps--waiting",
+    "COMPLETING": "sweeps--live",
 }
-
-
-def state_text(state: str) -> Text:
-    return Text(state, style=_STATE_STYLE.get(state, "red"))
+_FAILED_CLASS = "sweeps--failed"
 
 
 def elapsed_text(attempt: AttemptRow, now: float) -> str:
@@ -41,7 +44,7 @@ def elapsed_text(attempt: AttemptRow, now: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-class SweepsScreen(Screen[None]):
+class SweepsScreen(ReportsWorkerErrors, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_attempt", "Details"),
         Binding("c", "cancel", "Cancel job"),
@@ -53,10 +56,19 @@ class SweepsScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, engine: Engine) -> None:
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"sweeps--done", "sweeps--live", "sweeps--waiting", "sweeps--failed"}
+    DEFAULT_CSS = """
+    SweepsScreen > .sweeps--done { color: $success; }
+    SweepsScreen > .sweeps--live { text-style: bold; }
+    SweepsScreen > .sweeps--waiting { color: $warning; }
+    SweepsScreen > .sweeps--failed { color: $error; }
+    """
+
+    def __init__(self, session: Session) -> None:
         super().__init__()
-        self.engine = engine
+        self.session = session
         self._arm_names: dict[int, tuple[str, int]] = {}
+        self._attempts: dict[int, AttemptRow] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -69,20 +81,29 @@ class SweepsScreen(Screen[None]):
         table = self.query_one(DataTable)
         for column in COLUMNS:
             table.add_column(column, key=column)
-        for attempt in self.engine.store.attempts():
+        self._reload()
+        self.set_interval(1.0, self._tick)
+
+    def on_screen_resume(self) -> None:
+        # Events reach the screens on the stack only: catch up on what changed meanwhile.
+        if self.is_mounted:
+            self._reload()
+
+    def _reload(self) -> None:
+        for attempt in self.session.attempts():
             self._show(attempt)
         self._show_clusters()
-        self.set_interval(1.0, self._tick)
 
     def _arm(self, arm_id: int) -> tuple[str, int]:
         if arm_id not in self._arm_names:
-            arm = self.engine.store.arm(arm_id)
+            arm = self.session.arm(arm_id)
             self._arm_names[arm_id] = (arm.name, arm.sweep_id) if arm else ("?", 0)
         return self._arm_names[arm_id]
 
     def _show(self, attempt: AttemptRow) -> None:
         """Add the attempt's row, or update its cells in place (rows are keyed, never refilled)."""
         table = self.query_one(DataTable)
+        self._attempts[attempt.id] = attempt
         name, sweep_id = self._arm(attempt.arm_id)
         key = str(attempt.id)
         cells = {
@@ -91,7 +112,7 @@ class SweepsScreen(Screen[None]):
             "arm": Text(name),
             "cluster": attempt.cluster,
             "job": attempt.job_id or "-",
-            "state": state_text(attempt.state),
+            "state": self.state_text(attempt.state),
             "reason": Text(attempt.reason or attempt.error or ""),
             "elapsed": elapsed_text(attempt, time.time()),
             "nodes": Text(attempt.nodelist or ""),
@@ -102,32 +123,41 @@ class SweepsScreen(Screen[None]):
         else:
             table.add_row(*cells.values(), key=key)
 
+    def state_text(self, state: str) -> Text:
+        return Text(state, style=self.get_component_rich_style(_STATE_CLASS.get(state, _FAILED_CLASS), partial=True))
+
     def _tick(self) -> None:
         now = time.time()
         table = self.query_one(DataTable)
-        for attempt in self.engine.store.attempts(live=True):
-            if str(attempt.id) in table.rows:
+        for attempt in self._attempts.values():
+            if attempt.live and str(attempt.id) in table.rows:
                 table.update_cell(str(attempt.id), "elapsed", elapsed_text(attempt, now))
 
     def _show_clusters(self) -> None:
-        statuses = self.engine.cluster_statuses()
-        text = "  ".join(f"{name}: {status}" for name, status in sorted(statuses.items())) or "no cluster contacted yet"
-        self.query_one("#clusters", Static).update(Text(text))
+        statuses = self.session.cluster_statuses()
+        agents = self.session.agent_statuses()
+        parts = []
+        for name in sorted(set(statuses) | set(agents)):
+            text = f"{name}: {statuses.get(name, 'not polled yet')}"
+            if name in agents:
+                text += f" · logs: {agents[name].summary}"
+            parts.append(text)
+        self.query_one("#clusters", Static).update(Text("  ".join(parts) or "no cluster contacted yet"))
 
-    @on(AttemptUpdated)
-    def attempt_updated(self, message: AttemptUpdated) -> None:
-        self._show(message.attempt)
-
-    @on(ClusterStatusChanged)
-    def cluster_changed(self, message: ClusterStatusChanged) -> None:
-        self._show_clusters()
+    @on(CoreUpdate)
+    def core_update(self, message: CoreUpdate) -> None:
+        event = message.event
+        if isinstance(event, AttemptChanged):
+            self._show(event.attempt)
+        elif isinstance(event, ClusterChanged | AgentChanged):
+            self._show_clusters()
 
     def selected_attempt(self) -> AttemptRow | None:
         table = self.query_one(DataTable)
         if table.row_count == 0:
             return None
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return self.engine.store.attempt(int(key)) if key else None
+        return self._attempts.get(int(key)) if key else None
 
     @on(DataTable.RowSelected, "#attempts")
     def _row_selected(self) -> None:
@@ -138,11 +168,10 @@ class SweepsScreen(Screen[None]):
         from screens.attempt import AttemptScreen
 
         attempt = self.selected_attempt()
-        monitor = getattr(self.app, "monitor", None)
-        if attempt is None or monitor is None:
+        if attempt is None:
             self.notify("No attempt selected", severity="warning")
             return
-        self.app.push_screen(AttemptScreen(self.engine, monitor, attempt.id))
+        self.app.push_screen(AttemptScreen(self.session, attempt.id))
 
     def action_cancel(self) -> None:
         attempt = self.selected_attempt()
@@ -164,7 +193,7 @@ class SweepsScreen(Screen[None]):
     @work(exclusive=False, group="cancel", exit_on_error=False)
     async def cancel_attempts(self, attempts: list[AttemptRow]) -> None:
         try:
-            await self.engine.cancel(attempts)
+            await self.session.cancel(attempts)
         except Exception as exc:
             self.notify(f"cancel failed: {exc}", severity="error")
         else:
@@ -182,9 +211,9 @@ class SweepsScreen(Screen[None]):
 
     @work(exclusive=False, group="rerun", exit_on_error=False)
     async def rerun_arm(self, arm_id: int, missing_only: bool) -> None:
-        from screens.results import rerun_from_screen
+        from screens.rerun_flow import rerun_from_screen
 
-        await rerun_from_screen(self, self.engine, arm_id, missing_only)
+        await rerun_from_screen(self, self.session, arm_id, missing_only)
 
     def action_results(self) -> None:
         """The selected row's sweep: a live result table per arm and the plot."""
@@ -195,7 +224,7 @@ class SweepsScreen(Screen[None]):
             self.notify("No sweep selected", severity="warning")
             return
         _, sweep_id = self._arm(attempt.arm_id)
-        self.app.push_screen(ResultsScreen(self.engine, sweep_id, focus_arm_id=attempt.arm_id))
+        self.app.push_screen(ResultsScreen(self.session, sweep_id, focus_arm_id=attempt.arm_id))
 
     def action_export_results(self) -> None:
         attempt = self.selected_attempt()
@@ -208,11 +237,10 @@ class SweepsScreen(Screen[None]):
     async def export_results(self, sweep_id: int) -> None:
         from pathlib import Path
 
-        from screens.results import export_sweep
+        from screens.rerun_flow import export_sweep
 
-        monitor = getattr(self.app, "monitor", None)
         try:
-            paths = await export_sweep(self.engine, sweep_id, Path.cwd(), monitor.views if monitor else None)
+            paths = await export_sweep(self.session, sweep_id, Path.cwd())
         except Exception as exc:
             self.notify(f"export failed: {exc}", severity="error")
         else:

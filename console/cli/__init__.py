@@ -1,10 +1,15 @@
-"""`srt-console`: the TUI with no arguments, and headless commands for scripts and CI."""
+"""`srt-console`'s commands: headless ones for scripts and CI, and the UI when one is handed in.
+
+The program is :func:`screens.main.main`, which passes the terminal UI in as ``ui``: the core
+never imports the UI. ``python -m console`` runs the headless commands only.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from console import __version__
 from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, watch_cmd
@@ -71,20 +76,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_tui(args: argparse.Namespace) -> int:
-    from pathlib import Path
+UiRunner = Callable[[list[Path], list[str], "str | None"], int]
+"""Opens the terminal UI on recipe roots, with notes to show, and a config path."""
 
-    from screens.app import run  # Textual is imported only when the UI is asked for
 
+def _tui(args: argparse.Namespace, ui: UiRunner | None) -> int:
+    if ui is None:
+        print("srt-console: the terminal UI is opened by `srt-console` (or `python -m screens`)", file=sys.stderr)
+        return 2
     notes: list[str] = []
     if getattr(args, "paths", None):
         roots = list(args.paths)
     else:
         roots, notes = recipes_cmd.default_recipe_roots(args.config)
-    return run(roots=[Path(r) for r in roots], notes=notes, config_path=args.config)
+    return ui([Path(r) for r in roots], notes, args.config)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
+    """Run one command; with none (or ``tui``) open ``ui``."""
     args = _parser().parse_args(argv)
     handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
         "recipes": recipes_cmd.cmd_recipes,
@@ -97,8 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "watch": watch_cmd.cmd_watch,
         "results": results_cmd.cmd_results,
         "rerun": results_cmd.cmd_rerun,
-        "tui": cmd_tui,
-        None: cmd_tui,
+        "tui": lambda a: _tui(a, ui),
+        None: lambda a: _tui(a, ui),
     }
     try:
         return handlers[args.command](args)

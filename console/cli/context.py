@@ -1,46 +1,28 @@
-"""What the job commands share: config, profiles, the store and the engine, built once."""
+"""What the job commands share: the session (config, profiles, the store, the engine), built once."""
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
-from console.clusters import LOCAL, Profile, load_profiles
-from console.config import load_config
-from console.engine import Engine
 from console.ids import Ref, parse_ref
-from console.store import AttemptRow, Store, StoreError, default_data_dir
+from console.session import Session
+from console.store import AttemptRow, Store, StoreError
 
 
 class CliError(Exception):
     """A message for the operator; the command exits non-zero without a traceback."""
 
 
-@dataclass
-class Context:
-    engine: Engine
-    store: Store
-    profiles: dict[str, Profile]
-    default_cluster: str
-    data_dir: Path
+Context = Session
+"""The job commands' view of the session (config, profiles, store, engine, monitor)."""
 
 
-def open_context(config_path: str | None) -> Context:
-    config = load_config(config_path)
-    for problem in config.problems:
-        print(f"srt-console: {problem}", file=sys.stderr)
-    data_dir = default_data_dir()
-    profiles, problems = load_profiles(config, data_dir)
-    for problem in problems:
-        print(f"srt-console: {problem}", file=sys.stderr)
+def open_context(config_path: str | None) -> Session:
+    """The session for one command; config problems are printed, a store that cannot open is a CliError."""
     try:
-        store = Store(data_dir / "console.sqlite3")
+        return Session.open(config_path, on_note=lambda note: print(f"srt-console: {note}", file=sys.stderr))
     except StoreError as exc:
         raise CliError(str(exc)) from None
-    default = config.raw.get("default_cluster")
-    default_cluster = default if isinstance(default, str) and default in profiles else LOCAL
-    return Context(Engine(store, profiles, data_dir), store, profiles, default_cluster, data_dir)
 
 
 def resolve_attempts(store: Store, text: str) -> list[AttemptRow]:

@@ -10,9 +10,8 @@ import time
 from typing import Any
 
 from console.cli.context import CliError, open_context, resolve_attempts
-from console.engine import AttemptChanged, Event
+from console.events import AgentChanged, AttemptChanged, CoreEvent, PointArrived, TrackingError, Triaged
 from console.ids import attempt_ref
-from console.monitor import FollowChanged, Monitor, MonitorEvent, PointArrived, Triaged
 from console.sanitize import clean_line
 
 POLL_S = 1.0
@@ -29,30 +28,30 @@ def cmd_watch(args: argparse.Namespace) -> int:
     printer = _Printer(args.json, {a.id: attempt_ref(a.arm_id, a.number) for a in attempts})
 
     async def run() -> None:
-        monitor = Monitor(ctx.engine)
-        ctx.engine.subscribe(printer.engine_event)
-        monitor.subscribe(printer.monitor_event)
+        ctx.subscribe(printer.event)
+        ids = [a.id for a in attempts]
+        ended_at: float | None = None
+
+        def settled() -> bool:
+            # Every attempt ended, and their last lines and results had time to arrive.
+            nonlocal ended_at
+            if any(ctx.store.attempt(i).live for i in ids):
+                return False
+            ended_at = ended_at or time.monotonic()
+            return time.monotonic() - ended_at >= SETTLE_AFTER_END_S
+
         try:
             for attempt in attempts:
-                await monitor.follow(attempt)
-            ids = [a.id for a in attempts]
-            ended_at: float | None = None
-            while True:
-                await ctx.engine.poll_once()
-                if all(not ctx.store.attempt(i).live for i in ids):
-                    ended_at = ended_at or time.monotonic()
-                    if time.monotonic() - ended_at >= SETTLE_AFTER_END_S:
-                        break
-                await asyncio.sleep(POLL_S)
+                await ctx.monitor.follow(attempt)
+            await ctx.track(POLL_S, until=settled, follow=False)
             for attempt_id in ids:
-                view = monitor.views.get(attempt_id)
+                view = ctx.monitor.views.get(attempt_id)
                 if view is not None:
                     row = ctx.store.attempt(attempt_id)
                     diagnosis = view.triage.diagnose(row.state, cancelled=row.cancelled_by_operator)
                     printer.final(attempt_id, diagnosis.to_json())
         finally:
-            await monitor.close()
-            await ctx.engine.close()
+            await ctx.close()
 
     try:
         asyncio.run(run())
@@ -78,14 +77,12 @@ class _Printer:
         else:
             print(f"{time.strftime('%H:%M:%S')} {ref:<7} {kind:<9} {text}", flush=True)
 
-    def engine_event(self, event: Event) -> None:
+    def event(self, event: CoreEvent) -> None:
         if isinstance(event, AttemptChanged) and event.attempt.id in self.refs:
             a = event.attempt
             reason = f" ({a.reason})" if a.reason else ""
             self._out(a.id, "state", f"{a.state}{reason} job {a.job_id}", {"state": a.state, "reason": a.reason})
-
-    def monitor_event(self, event: MonitorEvent) -> None:
-        if isinstance(event, Triaged) and event.attempt_id in self.refs:
+        elif isinstance(event, Triaged) and event.attempt_id in self.refs:
             snap = event.snapshot
             stage = (snap.stage.value, snap.readiness.label)
             if self._stage.get(event.attempt_id) != stage:
@@ -114,9 +111,12 @@ class _Printer:
             p = event.point
             tput = f"{p.output_tok_s:.0f} tok/s" if p.output_tok_s is not None else ""
             self._out(event.attempt_id, "point", f"c={p.concurrency} {p.status} {tput}", p.to_json())
-        elif isinstance(event, FollowChanged):
+        elif isinstance(event, AgentChanged):
             self._out(None, "follow", f"{event.cluster}: {event.status.state.value} {event.status.message}",
                       {"cluster": event.cluster, "state": event.status.state.value})  # fmt: skip
+        elif isinstance(event, TrackingError):
+            where = event.cluster or "tracking"
+            self._out(None, "error", f"{where}: {event.message}", {"cluster": event.cluster, "message": event.message})
 
     def final(self, attempt_id: int, diagnosis: dict[str, Any]) -> None:
         root = diagnosis.get("root_cause") or {}

@@ -1,5 +1,5 @@
-"""The demo launcher's parts: the demo engine script, its batch script, and the local scheduler.
+"""The demo launcher's parts: the demo engine, its batch script, and the local scheduler.
 
-``engine.py`` is a standalone script (uploaded and run as ``python3 engine.py``); nothing
-here imports it.
+``engine/`` is a stdlib-only package that never imports the console; it is shipped as one
+zipapp file (``bundle.py``) and run as ``python3 srt-demo-engine-<id>.pyz``.
 """

@@ -17,15 +17,12 @@ from typing import Any
 from console.model import Arm
 
 __all__ = [
-    "ENGINE_PATH",
     "arm_plan",
     "render_batch_script",
     "sweep_log_path",
     "write_arm_config",
 ]
 
-ENGINE_PATH = Path(__file__).resolve().parent / "engine.py"
-"""The demo engine script (stdlib only), uploaded or run in place."""
 
 _MODE_KEYS = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
 _UNSAFE_DIRECTIVE = re.compile(r"[\n\r\x00]")

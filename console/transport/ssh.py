@@ -20,10 +20,8 @@ import contextlib
 import logging
 import os
 import posixpath
-import random
 import secrets
 import shlex
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +29,8 @@ from typing import Any, TypeVar
 
 import asyncssh
 from asyncssh.constants import OPEN_REQUEST_SESSION_FAILED
+
+from console.backoff import Backoff
 
 from .base import (
     DEFAULT_TIMEOUT,
@@ -254,8 +254,7 @@ class SshTransport:
         self._keepalive_interval = keepalive_interval
         self._keepalive_count_max = keepalive_count_max
         self._connect_timeout = connect_timeout
-        self._backoff_initial = backoff_initial
-        self._backoff_max = backoff_max
+        self._backoff = Backoff(backoff_initial, backoff_max, STABLE_CONNECTION_S)
         self._use_sftp = use_sftp
 
         self._channels = asyncio.Semaphore(max_channels)
@@ -270,7 +269,6 @@ class SshTransport:
         self._listeners: list[StatusListener] = []
         self._status = ConnectionStatus(ConnectionState.DISCONNECTED, "not connected yet")
         self._closed = False
-        self._connected_at = 0.0
         self._quick_drops = 0  # drops in a row of connections younger than STABLE_CONNECTION_S
         self.connects = 0  # successful connections, reconnects included
 
@@ -365,7 +363,7 @@ class SshTransport:
             return
         self._conn = None
         self._sftp = None
-        young = time.monotonic() - self._connected_at < STABLE_CONNECTION_S
+        young = not self._backoff.lived_long()
         self._quick_drops = self._quick_drops + 1 if young else 0
         for process in list(self._processes):
             process._release()  # their channels died with the connection
@@ -383,15 +381,12 @@ class SshTransport:
             self._connect_task = task
         return task
 
-    def _backoff(self, attempt: int) -> float:
-        return float(min(self._backoff_max, self._backoff_initial * 2**attempt) * random.uniform(0.8, 1.2))
-
     async def _connect_loop(self) -> asyncssh.SSHClientConnection:
         # The first attempt after a drop is immediate, unless connections keep dying young
         # (a server that accepts and then drops us): then the backoff carries on growing.
         attempt = max(0, self._quick_drops - 1)
         if attempt:
-            delay = self._backoff(attempt - 1)
+            delay = self._backoff.delay(attempt - 1)
             self._set_status(ConnectionState.RETRYING, f"disconnected, retrying in {delay:.1f} s: {self._status}")
             await asyncio.sleep(delay)
         while True:
@@ -419,7 +414,7 @@ class SshTransport:
                 self._set_status(ConnectionState.FAILED, message)
                 raise TransportError(message) from exc
             except _TRANSIENT as exc:
-                delay = self._backoff(attempt)
+                delay = self._backoff.delay(attempt)
                 attempt += 1
                 reason = str(exc) or type(exc).__name__
                 self._set_status(ConnectionState.RETRYING, f"disconnected, retrying in {delay:.1f} s: {reason}")
@@ -434,7 +429,7 @@ class SshTransport:
                 raise TransportError(f"{self.name}: transport closed")
             self._conn = conn
             self._sftp = None
-            self._connected_at = time.monotonic()
+            self._backoff.began()
             self.connects += 1
             self._set_status(ConnectionState.CONNECTED, f"connected to {self.target}")
             return conn

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.highlight import highlight
 from textual.widget import Widget
 from textual.widgets import Label, Static, TabbedContent, TabPane
 
@@ -51,8 +53,23 @@ class ArmCard(Vertical):
         yield TopologyView(topo)
 
 
+def numbered_yaml(text: str) -> Content:
+    """Recipe text highlighted in the theme's colours, with line numbers. It is shown as text:
+    the highlighter never interprets markup."""
+    lines = highlight(text, language="yaml").split("\n")
+    width = len(str(len(lines)))
+    return Content("\n").join(
+        Content.assemble((f"{number:>{width}} ", "$text-muted"), line) for number, line in enumerate(lines, 1)
+    )
+
+
 class RecipePreview(Widget, can_focus=False):
     BORDER_TITLE = "preview"
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"recipe-preview--valid", "recipe-preview--invalid"}
+    DEFAULT_CSS = """
+    RecipePreview > .recipe-preview--valid { color: $success; }
+    RecipePreview > .recipe-preview--invalid { color: $error; }
+    """
 
     def compose(self) -> ComposeResult:
         yield Static("", id="title")
@@ -74,7 +91,9 @@ class RecipePreview(Widget, can_focus=False):
             title.update("no recipe selected")
             self.query_one("#yaml", Static).update("")
             return
-        status = Text("valid", style="green") if recipe.ok else Text(f"{len(recipe.errors)} error(s)", style="red")
+        ok = self.get_component_rich_style("recipe-preview--valid", partial=True)
+        bad = self.get_component_rich_style("recipe-preview--invalid", partial=True)
+        status = Text("valid", style=ok) if recipe.ok else Text(f"{len(recipe.errors)} error(s)", style=bad)
         shown = display_path(recipe.path, roots or [])
         title.update(Text.assemble(shown, "  ", status, (f"  {recipe.kind}, {len(recipe.arms)} arm(s)", "dim")))
         arms.mount_all([ArmCard(arm) for arm in recipe.arms] or [Label("no arms", classes="muted")])
@@ -84,9 +103,6 @@ class RecipePreview(Widget, can_focus=False):
         problems.mount_all(rows)
         tabs = self.query_one(TabbedContent)
         tabs.get_tab("tab-problems").label = f"Problems ({len(recipe.problems)})" if recipe.problems else "Problems"
-        # Recipe text is shown as text: Syntax never interprets markup.
-        self.query_one("#yaml", Static).update(
-            Syntax(recipe.text, "yaml", line_numbers=True, word_wrap=False, theme="ansi_dark")
-        )
+        self.query_one("#yaml", Static).update(numbered_yaml(recipe.text))
         if not recipe.ok and tabs.active == "tab-arms" and not recipe.arms:
             tabs.active = "tab-problems"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
@@ -12,19 +14,24 @@ from console.model import Recipe
 from screens.messages import RecipeSelected
 
 
-def _label(recipe: Recipe) -> Text:
+def _label(recipe: Recipe, ok: Style, bad: Style) -> Text:
     name = Path(recipe.path).name
     if not recipe.ok:
-        return Text.assemble(("✗ ", "bold red"), name, (f"  {len(recipe.errors)} error(s)", "red"))
+        return Text.assemble(("✗ ", bad + Style(bold=True)), name, (f"  {len(recipe.errors)} error(s)", bad))
     arms = len(recipe.arms)
     suffix = f"  {arms} arms" if arms != 1 else ""
-    return Text.assemble(("✓ ", "green"), name, (suffix, "dim"))
+    return Text.assemble(("✓ ", ok), name, (suffix, "dim"))
 
 
 class RecipeTree(Tree[Recipe]):
     """Keeps its expansion and cursor across reloads; leaves are keyed by file path."""
 
     BORDER_TITLE = "recipes"
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"recipe-tree--valid", "recipe-tree--invalid"}
+    DEFAULT_CSS = """
+    RecipeTree > .recipe-tree--valid { color: $success; }
+    RecipeTree > .recipe-tree--invalid { color: $error; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's own name
         super().__init__("recipes", id=id)
@@ -39,7 +46,7 @@ class RecipeTree(Tree[Recipe]):
             for recipe in recipes:
                 leaf = self._leaves[recipe.path]
                 leaf.data = recipe
-                leaf.set_label(_label(recipe))
+                leaf.set_label(self._label(recipe))
             return
         selected = self.cursor_node.data.path if self.cursor_node and self.cursor_node.data else None
         self.clear()
@@ -53,9 +60,13 @@ class RecipeTree(Tree[Recipe]):
                 if key not in folders:
                     folders[key] = parent.add(f"{parts[depth - 1]}/", expand=True)
                 parent = folders[key]
-            self._leaves[recipe.path] = parent.add_leaf(_label(recipe), data=recipe)
+            self._leaves[recipe.path] = parent.add_leaf(self._label(recipe), data=recipe)
         if self._leaves:
             self.select_path(selected if selected in self._leaves else next(iter(self._leaves)))
+
+    def _label(self, recipe: Recipe) -> Text:
+        ok = self.get_component_rich_style("recipe-tree--valid", partial=True)
+        return _label(recipe, ok, self.get_component_rich_style("recipe-tree--invalid", partial=True))
 
     def select_path(self, path: str | None) -> bool:
         """Move to a recipe and preview it (the cursor alone does not announce a first position)."""

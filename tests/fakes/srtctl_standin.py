@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from console.demo.sbatch import ENGINE_PATH, arm_plan, render_batch_script
+from console.demo.bundle import engine_script
+from console.demo.sbatch import arm_plan, render_batch_script
 from console.recipes import load_targets
 
 
@@ -59,7 +60,7 @@ def batch_script(arm, base: Path, plan: Path, cluster: dict[str, object], job_na
     return render_batch_script(
         arm,
         job_dir_template=f"{base}/%j",
-        engine_path=str(ENGINE_PATH),
+        engine_path=str(engine_script()),
         config_path=str(plan),
         python=str(cluster.get("python") or "/usr/bin/python3"),
         results_root=str(results),

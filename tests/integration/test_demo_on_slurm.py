@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from console.demo.sbatch import ENGINE_PATH, render_batch_script, sweep_log_path, write_arm_config
+from console.demo.bundle import engine_script
+from console.demo.sbatch import render_batch_script, sweep_log_path, write_arm_config
 from console.model import Arm
 from console.recipes import load_recipe
 from console.results import read_points
@@ -76,9 +77,9 @@ class DemoJob:
 def submit(arm: Arm, base: Path, user: str, partition: str, submitted: list[str]) -> DemoJob:
     """What the demo launcher does: upload engine and plan, render, sbatch held, make the
     output dir (Slurm does not create it), release."""
-    engine = base / "engine.py"
+    engine = base / "engine.pyz"
     if not engine.exists():
-        shutil.copy(ENGINE_PATH, engine)
+        shutil.copy(engine_script(), engine)
     plan = write_arm_config(arm, base / "plans")
     template = str(base / "outputs" / "%j")
     script = base / f"{arm.name}.sh"

@@ -82,7 +82,7 @@ KEYS = {"escape": "\x1b", "enter": "\r", "tab": "\t", "down": "\x1b[B", "up": "\
 
 
 def console_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "console", *args]
+    return [sys.executable, "-m", "screens", *args]
 
 
 def console_env(data_dir: Path, config: Path | None = None) -> dict[str, str]:

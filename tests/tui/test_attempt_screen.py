@@ -11,15 +11,17 @@ from textual.widgets import DataTable
 
 from console.clusters import local_profile
 from console.engine import Engine
+from console.events import AttemptChanged
+from console.logwindow import MAX_CHARS
 from console.scheduler import JobState, JobStatus
 from console.store import AttemptRow
 from screens.app import SrtConsole, make_app
 from screens.attempt import AttemptScreen
 from screens.dialogs import ConfirmDialog
-from screens.messages import AttemptUpdated
+from screens.messages import CoreUpdate
 from screens.sweeps import SweepsScreen
 from screens.widgets.findings import DiagnosisBanner, FindingsPanel
-from screens.widgets.log_view import MAX_CHARS, LogView
+from screens.widgets.log_view import LogView
 from screens.widgets.workers import WorkersPanel
 from tests.conftest import RECIPES, ROOT
 from tests.tui.helpers import wait_for
@@ -52,8 +54,8 @@ def finished_attempt(
 
 
 async def open_attempt(app: SrtConsole, attempt_id: int) -> AttemptScreen:
-    assert app.engine is not None and app.monitor is not None
-    screen = AttemptScreen(app.engine, app.monitor, attempt_id)
+    assert app.session is not None
+    screen = AttemptScreen(app.session, attempt_id)
     await app.push_screen(screen)
     return screen
 
@@ -417,7 +419,7 @@ async def test_an_attempt_opened_before_submission_is_followed_once_submitted(en
         (out / "logs").mkdir(parents=True)
         (out / "logs" / "sweep_8301.log").write_text("submitted and running\n")
         store.mark_submitted(attempt.id, "8301", str(out), None)
-        screen.post_message(AttemptUpdated(store.attempt(attempt.id)))
+        screen.post_message(CoreUpdate(AttemptChanged(store.attempt(attempt.id))))
         view = log_view(app)
         await wait_for(pilot, lambda: view.body.row_count == 1, timeout=20)
         assert "submitted and running" in "\n".join(view.body.rendered_text())

@@ -46,7 +46,7 @@ async def _settled(pilot: Pilot[None], attempt_id: int, *, jump: bool) -> None:
     await wait_for(pilot, lambda: getattr(app, "monitor", None) is not None)
     engine = getattr(app, "engine", None)
     assert engine is not None
-    await app.push_screen(AttemptScreen(engine, app.monitor, attempt_id))  # type: ignore[attr-defined]
+    await app.push_screen(AttemptScreen(app.session, attempt_id))  # type: ignore[attr-defined]
     screen = app.screen
     banner = screen.query_one(DiagnosisBanner)
     view = screen.query_one(LogView)

@@ -229,7 +229,7 @@ def test_results_screen_snapshot(snap_compare, tmp_path: Path) -> None:  # type:
     app = make_app([DEMO], engine=engine)
 
     async def open_results(pilot) -> None:  # type: ignore[no-untyped-def]
-        await pilot.app.push_screen(ResultsScreen(engine, sweep))
+        await pilot.app.push_screen(ResultsScreen(pilot.app.session, sweep))
         screen = pilot.app.screen
         await wait_for(pilot, lambda: screen.loaded)
         await wait_for(pilot, lambda: str(screen.table(1).get_cell("16", "status")) == "done")

@@ -31,7 +31,7 @@ from console.follow import (
     RecordReader,
     ResetEvent,
     ResultEvent,
-    _FileState,
+    _StreamState,
     agent_argv,
     agent_source,
     take_lines,
@@ -196,7 +196,7 @@ def test_record_reader_splits_anywhere_and_detects_lost_step() -> None:
 
 
 def test_take_lines_keeps_partial_lines_and_exact_offsets() -> None:
-    fs = _FileState(offset=100, lines=10)
+    fs = _StreamState(offset=100, lines=10)
     event = take_lines("d", "f", fs, b"abc")
     assert event is not None and event.lines == [] and event.partial == "abc" and fs.offset == 100
     event = take_lines("d", "f", fs, b"def\r\nghi\n\xffj")
@@ -207,8 +207,8 @@ def test_take_lines_keeps_partial_lines_and_exact_offsets() -> None:
 
 
 def test_take_lines_caps_an_overlong_line_but_counts_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("console.follow.MAX_LINE_BYTES", 8)
-    fs = _FileState()
+    monkeypatch.setattr("console.follow.streams.MAX_LINE_BYTES", 8)
+    fs = _StreamState()
     take_lines("d", "f", fs, b"0123456789")
     take_lines("d", "f", fs, b"abcdef")
     event = take_lines("d", "f", fs, b"xyz\nnext\n")
@@ -729,3 +729,15 @@ def _attempt(store: Store) -> int:
     sweep = store.add_sweep("s", "local", ["r.yaml"])
     arm = store.add_arm(sweep, "arm", "r.yaml", None, None, "a: 1\n", {})
     return store.add_attempt(arm, "local", "demo", "a: 1\n", [4]).id
+
+
+def test_the_matchers_prefilter_is_the_agents() -> None:
+    """One keyword prefilter: the agent's, compiled for bytes there and for text by the matcher."""
+    agent = agent_module
+    matcher = default_matcher()
+    sources = agent.prefilter_sources(list(matcher.keywords))
+    assert sources and [g.pattern for g in matcher._gates] == sources
+    assert [g.pattern for g in agent.keyword_gates(list(matcher.keywords))] == [s.encode() for s in sources]
+    line = "2024-01-01 12:00:00 RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert matcher.match_line(line) is not None
+    assert any(g.search(line.lower().encode()) for g in agent.keyword_gates(list(matcher.keywords)))

@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from console.demo import engine
+from console.demo.bundle import engine_name, engine_script, engine_sources, engine_zipapp
 from console.demo.localsched import LocalScheduler
-from console.demo.sbatch import ENGINE_PATH, render_batch_script, sweep_log_path, write_arm_config
+from console.demo.sbatch import render_batch_script, sweep_log_path, write_arm_config
 from console.model import Arm
 from console.recipes import load_recipe
 from console.results import read_job_metadata, read_points, running_concurrency
@@ -29,6 +30,7 @@ from tests.conftest import RECIPES
 DEMO = RECIPES / "demo"
 SPEED = 20.0  # demo seconds per real second
 DEADLINE_S = 45.0
+PYTHON36 = Path(os.path.expanduser("~/.pyenv/versions/3.6.15/bin/python3"))
 
 SA_BENCH_KEYS = [
     "date",
@@ -102,7 +104,7 @@ async def launch(
     script = render_batch_script(
         arm,
         job_dir_template=template,
-        engine_path=str(ENGINE_PATH),
+        engine_path=str(engine_script()),
         config_path=str(plan),
         python=sys.executable,
         results_root=str(results_root) if results_root else None,
@@ -392,7 +394,7 @@ def test_missing_pyzmq_is_a_clear_failure(tmp_path: Path) -> None:
     proc = subprocess.run(
         [
             sys.executable,
-            str(ENGINE_PATH),
+            str(engine_script()),
             "orchestrator",
             "--plan",
             str(plan),
@@ -414,18 +416,39 @@ def test_missing_pyzmq_is_a_clear_failure(tmp_path: Path) -> None:
         assert "ZMQError" not in text and "zmq-bind-in-use" not in findings(text)
 
 
-def test_engine_parses_as_python_36() -> None:
-    source = ENGINE_PATH.read_text(encoding="utf-8")
+@pytest.mark.parametrize("name", sorted(engine_sources()))
+def test_engine_parses_as_python_36(name: str) -> None:
+    source = engine_sources()[name].decode("utf-8")
     tree = ast.parse(source, feature_version=(3, 6))
     imported = {
         alias.name.split(".")[0]
         for node in ast.walk(tree)
-        if isinstance(node, (ast.Import, ast.ImportFrom))
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not (isinstance(node, ast.ImportFrom) and node.level)
         for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "", None)])
     }
     assert "console" not in imported and "dataclasses" not in imported
     assert imported - {"zmq"} <= set(sys.stdlib_module_names)
     assert "from __future__ import annotations" not in source
+
+
+@pytest.mark.skipif(not PYTHON36.exists(), reason="no Python 3.6 on this machine")
+def test_python_36_runs_the_engine_as_one_file(tmp_path: Path) -> None:
+    """The package reaches a cluster as one zipapp that a login node's python3 (3.6) runs."""
+    engine = tmp_path / engine_name()
+    engine.write_bytes(engine_zipapp())
+    assert engine_zipapp() == engine_zipapp.__wrapped__()  # deterministic: its content names it
+    usage = subprocess.run([str(PYTHON36), str(engine), "--help"], capture_output=True, text=True, check=False)
+    assert usage.returncode == 0, usage.stderr
+    assert "orchestrator" in usage.stdout and "node" in usage.stdout
+    plan = write_arm_config(demo_arm("quick"), tmp_path)
+    proc = subprocess.run(
+        [str(PYTHON36), str(engine), "orchestrator", "--plan", str(plan), "--job-dir", str(tmp_path / "j"),
+         "--job-id", "36", "--speed", "40"],
+        capture_output=True, text=True, timeout=DEADLINE_S, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Benchmark completed successfully" in proc.stdout
+    assert list((tmp_path / "j" / "logs").glob("*_w0.out"))  # the node task ran from the same file
 
 
 @pytest.mark.parametrize("path", sorted(DEMO.glob("*.yaml")), ids=lambda p: p.stem)

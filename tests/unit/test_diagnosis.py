@@ -486,15 +486,13 @@ def test_quote_ends_at_the_first_unindented_line() -> None:
 # --------------------------------------------------------------------------- the demo engine
 
 
-DEMO_ENGINE = Path(__file__).resolve().parents[2] / "console" / "demo" / "engine.py"
-
-
-@pytest.mark.skipif(not DEMO_ENGINE.exists(), reason="the demo engine is not in this checkout")
 def test_demo_engine_twin_of_the_seed(tmp_path: Path) -> None:
     """The demo engine's 2P1D DPA twin (real pyzmq bind conflict) triages like the seed."""
     pytest.importorskip("zmq")
     import subprocess
     import sys
+
+    from console.demo.bundle import engine_script
 
     plan = {
         "name": "twin-2p1d",
@@ -522,7 +520,7 @@ def test_demo_engine_twin_of_the_seed(tmp_path: Path) -> None:
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     job = tmp_path / "job"
     proc = subprocess.run(
-        [sys.executable, str(DEMO_ENGINE), "orchestrator", "--plan", str(tmp_path / "plan.json"),
+        [sys.executable, str(engine_script()), "orchestrator", "--plan", str(tmp_path / "plan.json"),
          "--job-dir", str(job), "--job-id", "39443", "--speed", "4"],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip

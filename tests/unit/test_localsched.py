@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from console.demo.bundle import engine_script
 from console.demo.localsched import LocalScheduler, exit_code_text, format_elapsed, parse_time_limit
-from console.demo.sbatch import ENGINE_PATH, render_batch_script, sweep_log_path, write_arm_config
+from console.demo.sbatch import render_batch_script, sweep_log_path, write_arm_config
 from console.recipes import load_recipe
 from console.results import read_points
 from console.scheduler import JobState, JobStatus, SchedulerError, Submission
@@ -85,7 +86,7 @@ async def test_quick_demo_runs_to_completed_through_pending_and_running(tmp_path
     body = render_batch_script(
         arm,
         job_dir_template=template,
-        engine_path=str(ENGINE_PATH),
+        engine_path=str(engine_script()),
         config_path=str(write_arm_config(arm, tmp_path)),
         python=sys.executable,
         speed=20.0,

@@ -18,7 +18,7 @@ import yaml
 from console.cli import main
 from console.clusters import local_profile
 from console.engine import Engine
-from console.rerun import read_remote_points
+from console.results import read_remote_points
 from console.store import Store
 from console.transport.local import LocalTransport
 from tests.conftest import RECIPES, ROOT

@@ -365,3 +365,25 @@ def test_mark_worker_failed_and_other_files() -> None:
     assert tracker.mark_worker_failed("logs/benchmark.out", "x") == []
     assert tracker.feed("logs/benchmark.out", ["Traceback (most recent call last):"]) == []
     assert tracker.lines_seen("logs/benchmark.out") == 1
+
+
+def test_stage_rules_are_data_beside_the_signature_catalog() -> None:
+    import re
+
+    from console.paths import asset
+    from console.stages import _Rules
+
+    rules = _Rules(asset("stages.yaml"))
+    assert len(rules.stage_rules("sweep.stages")) == 10
+    assert rules.pattern("worker.graphs.begin").flags & re.IGNORECASE
+
+
+def test_a_broken_stage_rule_names_the_file_and_the_entry(tmp_path: Path) -> None:
+    from console.stages import StageRulesError, _Rules
+
+    broken = tmp_path / "stages.yaml"
+    broken.write_text("sweep:\n  stages:\n    - {keyword: x, stage: Benchmarking, pattern: '(unclosed'}\n")
+    with pytest.raises(StageRulesError, match=r"stages.yaml: sweep.stages\[0\]: not a valid regex"):
+        _Rules(broken).stage_rules("sweep.stages")
+    with pytest.raises(StageRulesError, match=r"stages.yaml: readiness.ready: missing"):
+        _Rules(broken).pattern("readiness.ready")

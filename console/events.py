@@ -1,0 +1,106 @@
+"""What the core tells its listeners (the UI, `watch`, `--wait`): one set of event objects.
+
+The engine announces what Slurm said and how each cluster's connection is; the monitor what
+the logs and result files of followed attempts say; either announces a poll that failed. The
+UI receives these very objects (``screens.messages.CoreEvent``), the CLI prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from console.diagnosis import Diagnosis, Observation
+from console.follow import AgentStatus
+from console.results import PointResult
+from console.stages import StageSnapshot
+from console.store import AttemptRow
+
+
+@dataclass(frozen=True)
+class AttemptChanged:
+    """The engine recorded a new state for an attempt (or a new attempt)."""
+
+    attempt: AttemptRow
+
+
+@dataclass(frozen=True)
+class ClusterChanged:
+    """A cluster's connection changed: "connected", "disconnected, retrying in 4s: ...", "error: ..."."""
+
+    cluster: str
+    status: str
+
+
+@dataclass(frozen=True)
+class TrackingError:
+    """Tracking failed unexpectedly in one place: a cluster's poll, following the logs, a log
+    event (``cluster`` None: the whole tick). It is reported, and tracking goes on."""
+
+    cluster: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class LogLines:
+    """New lines of one of an attempt's files (their findings come once, in :class:`Triaged`)."""
+
+    attempt_id: int
+    file: str
+    first_line_no: int
+    lines: list[str]
+    replayed: bool = False  # already streamed by an earlier run of the console
+
+
+@dataclass(frozen=True)
+class Triaged:
+    """The attempt's diagnosis changed, or new findings or stage changes arrived."""
+
+    attempt_id: int
+    diagnosis: Diagnosis
+    snapshot: StageSnapshot
+    new_findings: list[Observation]
+
+
+@dataclass(frozen=True)
+class PointArrived:
+    """A concurrency point's result file appeared or grew."""
+
+    attempt_id: int
+    point: PointResult
+
+
+@dataclass(frozen=True)
+class PointRunning:
+    """benchmark.out says this concurrency (None: none) is being measured."""
+
+    attempt_id: int
+    concurrency: int | None
+
+
+@dataclass(frozen=True)
+class AgentChanged:
+    """The log agent of a cluster started, was lost, is restarting..."""
+
+    cluster: str
+    status: AgentStatus
+
+
+EngineEvent = AttemptChanged | ClusterChanged | TrackingError
+MonitorEvent = LogLines | Triaged | PointArrived | PointRunning | AgentChanged | TrackingError
+CoreEvent = (
+    AttemptChanged | ClusterChanged | TrackingError | LogLines | Triaged | PointArrived | PointRunning | AgentChanged
+)
+
+__all__ = [
+    "AgentChanged",
+    "AttemptChanged",
+    "ClusterChanged",
+    "CoreEvent",
+    "EngineEvent",
+    "LogLines",
+    "MonitorEvent",
+    "PointArrived",
+    "PointRunning",
+    "TrackingError",
+    "Triaged",
+]

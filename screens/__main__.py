@@ -1,0 +1,5 @@
+import sys
+
+from screens.main import main
+
+sys.exit(main())
