@@ -8,16 +8,22 @@ before it) says. :func:`diagnose` turns a collection of them into a :class:`Diag
 - the root cause is the earliest specific (non-wrapper) fatal finding: startup before
   infra before runtime before scheduler, then the earliest time, then the narrower
   (higher-priority) signature, then file order; a worker's own line beats srtctl's quote
-  of it in the sweep log. Without one, the earliest non-wrapper
-  error, else the earliest fatal wrapper (the cause is then in a log that was not read);
-- every other error or fatal group is a consequence (wrappers and cascades);
+  of it in the sweep log. Without one, the earliest specific non-wrapper error, then an
+  unrecognised error (a ``generic`` signature: an uncaught exception, a FATAL, srtctl's
+  ERROR line), else the earliest wrapper in time (the cause is then in a log that was not
+  read; a health-check timeout a second after a process died is that death's consequence);
+- other signatures on the root's own lines (the OOM of a traceback whose next exception says
+  graph capture failed) are the same failure, not its consequences; every other error or
+  fatal group is a consequence (wrappers and cascades);
 - "deterministic" when the root signature hits every worker of a role that has logs
-  (a role of two or more workers, or all workers when there are two or more);
+  (a role of two or more workers, or all workers when there are two or more), or when the
+  same root cause ended an earlier attempt of the arm;
 - the verdict: ``healthy`` (nothing fatal, no error), ``degraded`` (errors, nothing fatal),
+  ``stalled`` (no worker wrote a line for a long time while srtctl waits for health),
   ``doomed`` (a fatal startup finding - or any fatal finding while the servers are still
   starting - while the scheduler still runs the job), ``failed`` (fatal, and the job ended
-  or is ending), ``cancelled`` (the operator cancelled it: not a failure, whatever the logs
-  say after that).
+  or is ending; or the scheduler or srtctl says the job failed, whatever was found),
+  ``cancelled`` (the operator cancelled it: not a failure, whatever the logs say after that).
 
 When the orchestrator says the benchmark completed successfully, its word is the verdict's
 ceiling (``degraded`` at worst), and what is logged after its ``Cleanup`` line (workers losing
@@ -28,27 +34,38 @@ cause.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from console.signatures import Finding, Matcher, default_matcher
+from console.templates import line_template
 
 __all__ = [
+    "CATEGORY_RANK",
+    "FAILED_STATES",
     "LIVE_STATES",
     "VERDICTS",
     "Diagnosis",
     "FindingGroup",
     "Observation",
+    "Stall",
     "diagnose",
     "diagnose_groups",
     "group_findings",
+    "root_key",
+    "same_failure",
 ]
 
-VERDICTS: Final[tuple[str, ...]] = ("healthy", "degraded", "failed", "doomed", "cancelled")
+VERDICTS: Final[tuple[str, ...]] = ("healthy", "degraded", "stalled", "failed", "doomed", "cancelled")
 LIVE_STATES: Final = frozenset({"PENDING", "RUNNING", "CONFIGURING", "REQUEUED", "SUSPENDED"})
-_CATEGORY_RANK: Final = {"startup": 0, "infra": 1, "runtime": 2, "scheduler": 3}
+FAILED_STATES: Final = frozenset({"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "TIMEOUT"})
+"""Scheduler states that say the job failed, whatever its logs hold."""
+CATEGORY_RANK: Final = {"startup": 0, "infra": 1, "runtime": 2, "scheduler": 3}
 _SEVERITY_RANK: Final = {"fatal": 0, "error": 1, "warning": 2}
+# Findings of one file this close to a root line (in lines and in seconds) are the same failure.
+SAME_FAILURE_LINES: Final[int] = 60
+SAME_FAILURE_S: Final[float] = 5.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +104,11 @@ class Observation:
     @property
     def wrapper(self) -> bool:
         return self.finding.wrapper
+
+    @property
+    def generic(self) -> bool:
+        """An error no specific signature knows (shown as unrecognised)."""
+        return self.finding.generic
 
     @property
     def key(self) -> tuple[str, str | None, str | None, str | None]:
@@ -129,7 +151,52 @@ class FindingGroup:
         doc["count"] = self.count
         doc["title"] = self.first.finding.title
         doc["wrapper"] = self.first.wrapper
+        doc["unrecognised"] = self.first.generic
         return doc
+
+
+@dataclass(frozen=True)
+class Stall:
+    """No worker output for ``idle_s`` while srtctl waits for health; srtctl's health check
+    (``max_attempts`` x ``interval_s``) gives up in ``left_s`` (None when the wait's start is
+    not known)."""
+
+    idle_s: float
+    left_s: float | None
+    max_attempts: int
+    interval_s: float
+
+    @property
+    def timeout_s(self) -> float:
+        return self.max_attempts * self.interval_s
+
+    def describe(self) -> str:
+        text = f"no worker output for {_duration(self.idle_s)} while srtctl waits for health"
+        check = f"{self.max_attempts} x {self.interval_s:g} s"
+        if self.left_s is None:
+            return f"{text} (its health check gives up after {check})"
+        if self.left_s <= 0:
+            return f"{text}; its health check ({check}) is due to give up now"
+        return f"{text}; its health check gives up in {_duration(self.left_s)} ({check})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "idle_s": round(self.idle_s, 1),
+            "left_s": round(self.left_s, 1) if self.left_s is not None else None,
+            "max_attempts": self.max_attempts,
+            "interval_s": self.interval_s,
+            "timeout_s": self.timeout_s,
+        }
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 120:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 @dataclass(frozen=True)
@@ -151,6 +218,14 @@ class Diagnosis:
     nodes: int | None = None
     state: str | None = None
     teardown: tuple[FindingGroup, ...] = ()  # logged after a successful run's cleanup began
+    same_failure: tuple[FindingGroup, ...] = ()  # the root's own lines named by other signatures
+    recurrences: tuple[str, ...] = ()  # earlier attempts of the arm that the same root cause ended
+    stall: Stall | None = None
+
+    @property
+    def root_key(self) -> str | None:
+        """What recurs when the same failure ends another attempt (see :func:`root_key`)."""
+        return root_key(self.root_cause) if self.root_cause is not None else None
 
     def to_json(self) -> dict[str, Any]:
         root: dict[str, Any] | None = None
@@ -161,17 +236,28 @@ class Diagnosis:
             root["workers"] = list(self.root_workers)
         return {
             "root_cause": root,
+            "same_failure": [g.to_json() for g in self.same_failure],
             "consequences": [g.to_json() for g in self.consequences],
             "verdict": self.verdict,
             "advice": self.advice,
             "deterministic": self.deterministic,
             "deterministic_roles": list(self.deterministic_roles),
+            "recurrences": list(self.recurrences),
+            "stall": self.stall.to_json() if self.stall is not None else None,
             "counts": dict(self.counts),
             "job_id": self.job_id,
             "nodes": self.nodes,
             "state": self.state,
             "teardown": [g.to_json() for g in self.teardown],
         }
+
+
+def root_key(group: FindingGroup) -> str:
+    """A root cause as it is compared across attempts: its signature, and for an unrecognised
+    error also the template of its line (two unknown exceptions are not the same failure)."""
+    if group.first.generic:
+        return f"{group.id}:{line_template(group.first.text)}"
+    return group.id
 
 
 # --------------------------------------------------------------------------- diagnose
@@ -190,6 +276,9 @@ def diagnose(
     succeeded: bool = False,
     teardown: Callable[[Observation], bool] | None = None,
     cancelled: bool = False,
+    failing: bool = False,
+    earlier: Sequence[tuple[str, str]] = (),
+    stall: Stall | None = None,
 ) -> Diagnosis:
     """Diagnose one attempt from its located findings.
 
@@ -200,7 +289,10 @@ def diagnose(
     rules out "doomed"; ``starting`` says the servers never became healthy (the orchestrator
     is still waiting for them), so every fatal finding so far is a startup failure;
     ``succeeded`` says the orchestrator reported success, and ``teardown`` tells which findings
-    came after its cleanup began; ``cancelled`` says the operator cancelled the attempt.
+    came after its cleanup began; ``cancelled`` says the operator cancelled the attempt;
+    ``failing`` says the orchestrator logged that the job failed; ``earlier`` holds the
+    earlier attempts of the arm as ``(attempt ref, root key)``; ``stall`` says no worker wrote
+    for long while srtctl waits for health.
     """
     groups = group_findings(observations)
     return diagnose_groups(
@@ -215,6 +307,9 @@ def diagnose(
         succeeded=succeeded,
         teardown=teardown,
         cancelled=cancelled,
+        failing=failing,
+        earlier=earlier,
+        stall=stall,
     )
 
 
@@ -246,6 +341,9 @@ def diagnose_groups(
     succeeded: bool = False,
     teardown: Callable[[Observation], bool] | None = None,
     cancelled: bool = False,
+    failing: bool = False,
+    earlier: Sequence[tuple[str, str]] = (),
+    stall: Stall | None = None,
 ) -> Diagnosis:
     """:func:`diagnose` for findings already grouped (a live follower keeps groups, not lines)."""
     ordered = list(groups)
@@ -271,13 +369,18 @@ def diagnose_groups(
     root_count = 0
     hint: str | None = None
     consequences: tuple[FindingGroup, ...] = ()
+    same: tuple[FindingGroup, ...] = ()
+    recurrences: tuple[str, ...] = ()
     if root is not None:
         root_id = root.id
         root_groups = [g for g in ordered if g.id == root_id]
         root_count = sum(g.count for g in root_groups)
         root_workers = tuple(sorted({g.first.worker for g in root_groups if g.first.worker is not None}))
         det_roles, deterministic = _determinism(set(root_workers), roles)
-        consequences = tuple(g for g in ordered if g.id != root_id and g.first.severity in ("fatal", "error"))
+        same = tuple(g for g in ordered if g.id != root_id and any(same_failure(r.first, g.first) for r in root_groups))
+        consequences = tuple(
+            g for g in ordered if g.id != root_id and g not in same and g.first.severity in ("fatal", "error")
+        )
         try:
             signature = (matcher or default_matcher()).signature(root_id)
         except KeyError:
@@ -286,18 +389,28 @@ def diagnose_groups(
             hint = signature.hint
             # The cluster's setup or the recipe itself: every rerun fails the same way.
             deterministic = deterministic or signature.deterministic
+        if not root.first.wrapper:
+            # The same failure ended an earlier attempt of the arm: it will end the next one.
+            key = root_key(root)
+            recurrences = tuple(ref for ref, earlier_key in earlier if earlier_key == key)
+            deterministic = deterministic or bool(recurrences)
 
     live = state_name in LIVE_STATES
+    ended_badly = failing or (not live and state_name in FAILED_STATES)
     if cancelled:
         verdict = "cancelled"
-    elif not has_fatal or succeeded:
+    elif succeeded:
         verdict = "degraded" if has_fatal or has_error else "healthy"
-    elif live and not ending and any(_startup_fatal(g, starting) for g in ordered):
+    elif has_fatal and live and not ending and any(_startup_fatal(g, starting) for g in ordered):
         verdict = "doomed"
-    else:
+    elif has_fatal or ended_badly:
         verdict = "failed"
+    elif stall is not None and live:
+        verdict = "stalled"
+    else:
+        verdict = "degraded" if has_error else "healthy"
 
-    advice = _advice(verdict, root, hint, deterministic, root_workers, job_id, nodes)
+    advice = _advice(verdict, root, hint, deterministic, root_workers, job_id, nodes, recurrences, stall, state_name)
     return Diagnosis(
         root_cause=root,
         consequences=consequences,
@@ -314,7 +427,25 @@ def diagnose_groups(
         nodes=nodes,
         state=state_name,
         teardown=torn,
+        same_failure=same,
+        recurrences=recurrences,
+        stall=stall if verdict == "stalled" else None,
     )
+
+
+def same_failure(root: Observation, other: Observation) -> bool:
+    """Whether ``other`` names the failure of the ``root`` line again: a specific finding of the
+    same file a few lines and seconds from it, or the exception that caused it (the OOM that
+    a graph capture failed on), not a wrapper that reports it."""
+    if other.wrapper or other.file != root.file or other.severity not in ("fatal", "error"):
+        return False
+    if root.finding.captures.get("caused_by") == other.id or other.finding.captures.get("caused_by") == root.id:
+        return True
+    if abs(other.line_no - root.line_no) > SAME_FAILURE_LINES:
+        return False
+    if root.time is not None and other.time is not None and root.time_has_date == other.time_has_date:
+        return abs(other.time - root.time) <= SAME_FAILURE_S
+    return True
 
 
 def _startup_fatal(group: FindingGroup, starting: bool) -> bool:
@@ -339,20 +470,42 @@ def _clock(obs: list[Observation]) -> Callable[[Observation], float]:
 
 
 def _root(groups: list[FindingGroup]) -> FindingGroup | None:
-    tiers = (
-        [g for g in groups if g.first.severity == "fatal" and not g.first.wrapper],
-        [g for g in groups if g.first.severity == "error" and not g.first.wrapper],
-        [g for g in groups if g.first.severity == "fatal"],
+    causes = [g for g in groups if not g.first.wrapper and not g.first.generic]
+    specific = (
+        [g for g in causes if g.first.severity == "fatal"],
+        [g for g in causes if g.first.severity == "error"],
     )
-    for tier in tiers:
+    for tier in specific:
         if tier:
             clock = _clock([g.first for g in tier])
             return min(
                 tier,
                 key=lambda g: (
-                    _CATEGORY_RANK.get(g.first.category, 9),
+                    CATEGORY_RANK.get(g.first.category, 9),
                     g.first.quoted,
                     clock(g.first),
+                    -g.first.finding.priority,
+                    g.first.order,
+                    g.first.file,
+                    g.first.line_no,
+                ),
+            )
+    # Nothing specific: an unrecognised error, else what only reports a failure. These are
+    # taken in time order: a report written after another one is its consequence.
+    rest = (
+        [g for g in groups if not g.first.wrapper and g.first.generic and g.first.severity in ("fatal", "error")],
+        [g for g in groups if g.first.wrapper and g.first.severity == "fatal"],
+        [g for g in groups if g.first.wrapper and g.first.severity == "error"],
+    )
+    for tier in rest:
+        if tier:
+            clock = _clock([g.first for g in tier])
+            return min(
+                tier,
+                key=lambda g: (
+                    g.first.quoted,
+                    clock(g.first),
+                    _SEVERITY_RANK.get(g.first.severity, 9),
                     -g.first.finding.priority,
                     g.first.order,
                     g.first.file,
@@ -379,6 +532,15 @@ def _determinism(hit: set[str], roles: dict[str, set[str]]) -> tuple[tuple[str, 
     return full, deterministic
 
 
+def _cause(root: FindingGroup) -> str:
+    """The root cause as the advice names it; an unrecognised one by its line."""
+    if root.first.generic:
+        text = root.first.text.strip()
+        line = text if len(text) <= 100 else text[:97] + "..."
+        return f"{root.id} ({line})"
+    return f"{root.id} ({root.first.finding.title})"
+
+
 def _advice(
     verdict: str,
     root: FindingGroup | None,
@@ -387,31 +549,58 @@ def _advice(
     root_workers: tuple[str, ...],
     job_id: str | None,
     nodes: int | None,
+    recurrences: tuple[str, ...] = (),
+    stall: Stall | None = None,
+    state: str | None = None,
 ) -> str:
     if verdict == "cancelled":
         if root is None or root.first.wrapper:
             return "cancelled by you: nothing to diagnose"
-        det = "; it hit every worker of its role, so a plain rerun will fail the same way" if deterministic else ""
-        return f"cancelled by you after {root.id} ({root.first.finding.title}) was found{det}"
+        if recurrences:
+            det = f"; it also ended {', '.join(recurrences)}, so a plain rerun will fail the same way"
+        elif deterministic:
+            det = "; it hit every worker of its role, so a plain rerun will fail the same way"
+        else:
+            det = ""
+        return f"cancelled by you after {_cause(root)} was found{det}"
     if verdict == "healthy":
         return "no failure found: nothing to do"
+    job = f"job {job_id}" if job_id else "the job"
+    freed = f"its {nodes} node(s)" if nodes else "its node(s)"
+    if verdict == "stalled" and stall is not None:
+        text = f"{stall.describe()}: read the last lines of the worker logs; cancel {job} to free {freed} if it hangs"
+        if root is not None:
+            text += f"; also logged: {_cause(root)}"
+        return text
     if root is None:
+        if verdict == "failed":
+            said = f"the scheduler says {state}" if state in FAILED_STATES else "srtctl says the job failed"
+            return f"{said} and no log line read says why: read the batch log and the end of each worker log"
         return "no failure found: nothing to do"
-    cause = f"{root.id} ({root.first.finding.title})"
+    cause = _cause(root)
     parts: list[str] = []
     if verdict == "degraded":
         parts.append(f"errors were logged but nothing fatal; watch {cause}")
     elif verdict == "doomed":
-        job = f"job {job_id}" if job_id else "the job"
-        freed = f"its {nodes} node(s)" if nodes else "its node(s)"
         parts.append(f"cancel {job} to free {freed}: it cannot recover")
     if verdict in ("doomed", "failed"):
-        if deterministic and not root_workers:
+        if recurrences:
+            attempts = "attempt" if len(recurrences) == 1 else "attempts"
+            parts.append(
+                f"a plain rerun will fail the same way: {cause} also ended {attempts} {', '.join(recurrences)}; "
+                "fix it first"
+            )
+        elif deterministic and not root_workers:
             parts.append(f"a plain rerun will fail the same way: {cause} is the cluster's setup or the recipe")
         elif deterministic:
             parts.append(f"a plain rerun will fail the same way; fix {cause} first (pin a fixed build)")
         elif root.first.wrapper:
             parts.append(f"only a consequence was found ({cause}): read the worker logs for the cause, then rerun")
+        elif root.first.generic:
+            parts.append(
+                f"no signature knows this failure: read {root.first.file}:{root.first.line_no} and the lines above it"
+                " (if it recurs, add a signature for it)"
+            )
         else:
             where = ", ".join(root_workers) if root_workers else root.first.file
             parts.append(f"{cause} hit {where} only, so it may be a one-off: rerun (if it recurs, see the hint)")

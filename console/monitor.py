@@ -8,6 +8,12 @@ announced to listeners as events, for the `watch` command and the UI.
 A restarted console re-reads each followed log from its start so its diagnosis is complete;
 lines before the offsets stored by the previous run are marked `replayed`, so a stream shows
 nothing twice.
+
+Each attempt is triaged against its arm's history in the store: the root causes of its earlier
+attempts (the same one again makes the failure deterministic), the error-level line templates
+of a healthy attempt of the arm or engine (a line outside them is novel), and the recipe's
+health check (how long srtctl waits, for a stall). What ended an attempt, and a healthy
+attempt's templates, are written back.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import posixpath
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import yaml
 
 from console.diagnosis import Diagnosis, Observation
 from console.engine import Engine
@@ -43,8 +51,9 @@ from console.follow import (
     ResultEvent,
 )
 from console.results import PointResult, parse_result_name, point_from_bytes, running_concurrency
-from console.store import AttemptRow
-from console.triage import Triage
+from console.stages import Stage
+from console.store import AttemptRow, Store
+from console.triage import HealthCheck, Triage
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +88,7 @@ class AttemptView:
     ended_at: float | None = None
     running: int | None = None  # the concurrency benchmark.out says is being measured
     bench_tail: str = ""
+    templates_saved: int = -1  # how many of a healthy attempt's templates the store holds
 
 
 class Monitor:
@@ -109,8 +119,12 @@ class Monitor:
     # --- which attempts are followed --------------------------------------------------
 
     async def sync(self) -> None:
-        """Follow every attempt worth following; stop following those long finished."""
+        """Follow every attempt worth following; stop following those long finished. An attempt
+        waiting for health is diagnosed again as time passes (a stall needs no new line)."""
         now = time.time()
+        for view in list(self.views.values()):
+            if view.attempt.live and view.triage.tracker.stage is Stage.AWAITING_WORKERS:
+                self._publish_diagnosis(view, [], force=True)
         for attempt in self.store.attempts():
             if not attempt.output_dir:
                 continue
@@ -128,7 +142,8 @@ class Monitor:
         if view is None:
             arm = self.store.arm(attempt.arm_id)
             total = arm.summary.get("total_gpus") if arm else None
-            view = AttemptView(attempt, gpus=total if isinstance(total, int) else None)
+            view = AttemptView(attempt, triage=history_triage(self.store, attempt),
+                               gpus=total if isinstance(total, int) else None)  # fmt: skip
             view.replay_until = self.store.get_offsets(attempt.id)
             self.views[attempt.id] = view
         view.attempt = attempt
@@ -242,7 +257,21 @@ class Monitor:
         if force and view.diagnosis == diagnosis and not new:
             return
         view.diagnosis = diagnosis
+        self._remember(view, diagnosis)
         self._emit(Triaged(view.attempt.id, diagnosis, view.triage.snapshot(view.attempt.state), new))
+
+    def _remember(self, view: AttemptView, diagnosis: Diagnosis) -> None:
+        """Write back what the arm's next attempts are compared with."""
+        attempt = view.attempt
+        key = ended_by(diagnosis)
+        if key != attempt.root_cause and (key is not None or not attempt.live):
+            self.store.set_root_cause(attempt.id, key)
+            view.attempt = attempt = self.store.attempt(attempt.id)
+        if attempt.state == "COMPLETED" and diagnosis.verdict == "healthy":
+            templates = view.triage.templates
+            if len(templates) != view.templates_saved:
+                self.store.save_healthy_templates(attempt.id, templates)
+                view.templates_saved = len(templates)
 
     def pin(self, attempt_id: int) -> None:
         """Keep following an attempt however long ago it ended (while a screen shows it)."""
@@ -273,3 +302,28 @@ class Monitor:
                 await task
         for follower in self._followers.values():
             await follower.close()
+
+
+def ended_by(diagnosis: Diagnosis) -> str | None:
+    """The key of what ended an attempt, as the store keeps it: the root cause of a failed or
+    doomed attempt, or of one cancelled after its cause was found; None otherwise."""
+    root = diagnosis.root_cause
+    if root is None or root.first.wrapper:
+        return None
+    if diagnosis.verdict in ("failed", "doomed", "cancelled"):
+        return diagnosis.root_key
+    return None
+
+
+def history_triage(store: Store, attempt: AttemptRow) -> Triage:
+    """A triage of the attempt that knows its arm's history: the root causes of its earlier
+    attempts, a healthy baseline of error-level lines, its recipe's health check."""
+    try:
+        config = yaml.safe_load(attempt.config_yaml)
+    except yaml.YAMLError:
+        config = None
+    return Triage(
+        earlier=store.earlier_root_causes(attempt),
+        baseline=store.baseline_templates(attempt.id),
+        health_check=HealthCheck.of_config(config),
+    )

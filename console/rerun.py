@@ -137,6 +137,8 @@ def deterministic_warning(diagnosis: Diagnosis | None) -> str | None:
         return None
     first = diagnosis.root_cause.first
     cause = f"{first.finding.title} ({first.id})"
+    if diagnosis.recurrences:
+        return f"a plain rerun will fail the same way: {cause} also ended {', '.join(diagnosis.recurrences)}"
     roles = f" in every {'/'.join(diagnosis.deterministic_roles)} worker" if diagnosis.deterministic_roles else ""
     return f"a plain rerun will fail the same way: {cause}{roles}"
 
@@ -281,5 +283,5 @@ def last_attempt_diagnosis(
     if diagnosis is not None:
         return diagnosis  # type: ignore[no-any-return]
     if last.output_dir and Path(last.output_dir).is_dir():
-        return diagnose_output_dir(last.output_dir, last.state)
+        return diagnose_output_dir(last.output_dir, last.state, earlier=store.earlier_root_causes(last))
     return None

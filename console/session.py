@@ -194,7 +194,8 @@ class Session:
         diagnosis = view.diagnosis if view is not None else None
         if diagnosis is None and last is not None and last.output_dir and not last.live:
             # A scan of the logs on this machine, off the event loop (it touches no SQLite).
-            diagnosis = await asyncio.to_thread(diagnose_output_dir, last.output_dir, last.state)
+            earlier = self.store.earlier_root_causes(last)
+            diagnosis = await asyncio.to_thread(diagnose_output_dir, last.output_dir, last.state, earlier=earlier)
         return plan_rerun(self.store, arm_id, missing_only, diagnosis, monitor_views=views, attempt_points=fetched)
 
     async def rerun(self, plan: RerunPlan) -> AttemptRow:

@@ -84,9 +84,12 @@ _FIELDS: Final = frozenset(
         "hint",
         "frames",
         "deterministic",
+        "generic",
+        "uncaught",
+        "novel",
     }
 )
-_REQUIRED: Final = ("id", "title", "category", "severity", "regex", "hint")
+_REQUIRED: Final = ("id", "title", "category", "severity", "hint")
 _TOP_LEVEL: Final = frozenset({"version", "context", "signatures"})
 # CSI, OSC and two-character escape sequences (colour codes, titles, cursor moves).
 _ESCAPE: Final = r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?|[@-Z\\-_])"
@@ -122,6 +125,13 @@ class Signature:
     # A failure of the cluster's setup or of the recipe itself: every rerun fails the same way,
     # however many workers it reached.
     deterministic: bool = False
+    # An error no specific signature knows (an error-level line, a FATAL, a panic): found, shown
+    # as unrecognised, and a root cause only when no specific signature found one.
+    generic: bool = False
+    # The exception that ends a Python traceback when no other signature knows it (generic).
+    uncaught: bool = False
+    # An error-level line that a healthy run of the same arm or engine never wrote (generic).
+    novel: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,7 @@ class Finding:
     priority: int
     span: tuple[int, int]
     captures: dict[str, str] = field(default_factory=dict, hash=False)
+    generic: bool = False  # an error no specific signature knows (shown as unrecognised)
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
@@ -163,6 +174,7 @@ class Finding:
             "priority": self.priority,
             "span": list(self.span),
             "captures": dict(self.captures),
+            "generic": self.generic,
         }
 
 
@@ -255,6 +267,12 @@ def _parse_entry(path: Path, index: int, entry: object) -> Signature:
             raise CatalogError(f"{where}: field {name!r} must be true or false, not {value!r}")
         return value
 
+    uncaught = bool_field("uncaught", False)
+    novel = bool_field("novel", False)
+    if uncaught and novel:
+        raise CatalogError(f"{where}: fields 'uncaught' and 'novel' cannot both be true")
+    if entry.get("regex") in (None, "", []) and not (uncaught or novel):
+        raise CatalogError(f"{where}: field 'regex' is missing")
     sig_id = text_field("id")
     if not _ID_RE.fullmatch(sig_id):
         raise CatalogError(f"{where}: field 'id': {sig_id!r} must be lowercase letters, digits and dashes")
@@ -271,7 +289,7 @@ def _parse_entry(path: Path, index: int, entry: object) -> Signature:
     if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 1000:
         raise CatalogError(f"{where}: field 'priority' must be an integer from 0 to 1000, not {priority!r}")
 
-    patterns = _compile_list(entry["regex"], flags, f"{where}: field 'regex'")
+    patterns = _compile_list(entry["regex"], flags, f"{where}: field 'regex'") if entry.get("regex") is not None else ()
     wrapper_patterns = (
         _compile_list(entry["wrapper_regex"], flags, f"{where}: field 'wrapper_regex'")
         if entry.get("wrapper_regex") is not None
@@ -305,6 +323,9 @@ def _parse_entry(path: Path, index: int, entry: object) -> Signature:
         priority=priority,
         frames=frames,
         deterministic=bool_field("deterministic", False),
+        generic=bool_field("generic", False) or uncaught or novel,
+        uncaught=uncaught,
+        novel=novel,
     )
 
 
@@ -347,7 +368,8 @@ class Matcher:
             )
         )
         self._by_id: Mapping[str, Signature] = {sig.id: sig for sig in catalog.signatures}
-        self._unkeyed = tuple(sig for sig in self._ordered if not sig.keywords)
+        # A signature without line patterns (an uncaught exception's) is never tried on lines.
+        self._unkeyed = tuple(sig for sig in self._ordered if not sig.keywords and sig.patterns)
         self._keywords = tuple(sorted({k for sig in catalog.signatures for k in sig.keywords}))
         self._gates = tuple(re.compile(source) for source in prefilter_sources(list(self._keywords)))
         # For lines that pass the prefilter: which keywords they hold, found in one pass (the
@@ -360,8 +382,10 @@ class Matcher:
             for keyword in sig.keywords:
                 selects[keyword].append(index)
         self._selects = {k: tuple(v) for k, v in selects.items()}
-        self._unkeyed_indices = frozenset(i for i, sig in enumerate(self._ordered) if not sig.keywords)
+        self._unkeyed_indices = frozenset(i for i, sig in enumerate(self._ordered) if not sig.keywords and sig.patterns)
         self._framed = tuple(sig for sig in self._ordered if sig.frames is not None)
+        self._uncaught = next((sig for sig in self._ordered if sig.uncaught), None)
+        self._novel = next((sig for sig in self._ordered if sig.novel), None)
 
     @classmethod
     def from_paths(cls, *paths: str | Path, max_line_chars: int = MAX_LINE_CHARS) -> Matcher:
@@ -408,6 +432,16 @@ class Matcher:
     def frame_signatures(self) -> tuple[Signature, ...]:
         """Signatures recognised by the frames of a traceback (most specific first)."""
         return self._framed
+
+    @property
+    def uncaught_signature(self) -> Signature | None:
+        """The signature of an exception ending a traceback that nothing else knows."""
+        return self._uncaught
+
+    @property
+    def novel_signature(self) -> Signature | None:
+        """The signature of an error-level line a healthy run never wrote."""
+        return self._novel
 
     def _match(self, line: str, *, first_only: bool) -> list[Finding]:
         if len(line) <= self._max:
@@ -518,6 +552,7 @@ class Matcher:
             priority=sig.priority,
             span=prepared.original_span(start, end),
             captures=captures,
+            generic=sig.generic,
         )
 
     def context_of(self, prefix: str) -> dict[str, str]:
@@ -542,6 +577,7 @@ class Matcher:
             priority=sig.priority,
             span=(start, len(line)),
             captures=captures,
+            generic=sig.generic,
         )
 
 
@@ -559,6 +595,7 @@ def _shifted(f: Finding, offset: int) -> Finding:
         priority=f.priority,
         span=(f.span[0] + offset, f.span[1] + offset),
         captures=f.captures,
+        generic=f.generic,
     )
 
 
@@ -675,6 +712,12 @@ _EXCEPTION_RE: Final = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]{0,120}?(?:Error|Exception|Exit|Interrupt|Warning|Fault))\b"
 )
 _MAX_FRAMES: Final[int] = 400
+# What an uncaught exception's last line looks like: a (dotted) class name, then its message.
+_UNCAUGHT_RE: Final = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}(?:\([\w.]{1,80}\))?)(?::\s|:?\s*$)"
+)
+# How processes are stopped, not how they fail.
+_STOPPED_RE: Final = re.compile(r"^(?:KeyboardInterrupt|GeneratorExit|(?:\w+\.)*CancelledError|SystemExit(?:: 0)?)\s*$")
 
 
 def strip_prefixes(line: str) -> tuple[str, int, str]:
@@ -771,6 +814,14 @@ class MatchStream:
                     captures = self._matcher.context_of(line[:start])
                     finding = self._matcher.framed_finding(sig, line, start + len(body) - len(body.lstrip()), captures)
                     break
+        uncaught = self._matcher.uncaught_signature
+        if finding is None and uncaught is not None and tb.cause is None:
+            # An exception nothing knows, with no known cause earlier in its chain.
+            text = body.strip()
+            exception = _UNCAUGHT_RE.match(text)
+            if exception is not None and _STOPPED_RE.match(text) is None:
+                captures = {"exception": exception.group("type"), **self._matcher.context_of(line[:start])}
+                finding = self._matcher.framed_finding(uncaught, line, start + len(body) - len(body.lstrip()), captures)
         if finding is not None:
             exception = _EXCEPTION_RE.match(body.lstrip())
             extra = {}

@@ -242,6 +242,7 @@ class WorkerProgress:
     server_up: bool = False
     ready: bool = False
     failure: str | None = None
+    failure_line: int | None = None  # the line of this worker's file that names its failure
     # Failed only by a consequence (killed, cancelled): undone when the run succeeded after all.
     failed_by_consequence: bool = False
     before_failure: WorkerStage | None = None
@@ -280,7 +281,13 @@ class WorkerProgress:
             "server_up": self.server_up,
             "ready": self.ready,
             "failure": self.failure,
+            "failure_at": self.failure_at,
         }
+
+    @property
+    def failure_at(self) -> str | None:
+        """``<file name>:<line>`` of the line naming the failure, when a line of this worker's log does."""
+        return f"{PurePath(self.file).name}:{self.failure_line}" if self.failure and self.failure_line else None
 
 
 @dataclass(frozen=True)
@@ -422,25 +429,31 @@ class StageTracker:
         return any(SWEEP_LOG_RE.match(PurePath(f).name) for f in self._line_counts)
 
     def mark_worker_failed(
-        self, file: str, reason: str, line_no: int = 0, *, consequence: bool = False
+        self, file: str, reason: str, line_no: int = 0, *, consequence: bool = False, rename: bool = False
     ) -> list[StageChange]:
         """Record that the worker writing ``file`` failed (a fatal finding in its log);
-        ``consequence`` says the finding only tells that it was stopped (cancelled, killed)."""
+        ``consequence`` says the finding only tells that it was stopped (cancelled, killed);
+        ``rename`` gives the failure a better name (a cause after a consequence, a narrower
+        signature of the same failure)."""
         parsed = WORKER_FILE_RE.match(PurePath(file).name)
         if parsed is None:
             return []
         changes: list[StageChange] = []
         worker = self._worker(file, parsed, changes)
+        if rename and worker.stage is WorkerStage.FAILED:
+            worker.failure, worker.failure_line = reason, line_no or None
+            worker.failed_by_consequence = consequence
+            return changes
         if worker.stage is not WorkerStage.FAILED:
             worker.before_failure = worker.stage
             worker.failed_by_consequence = consequence
         elif not consequence and worker.failed_by_consequence:
             # A cause found after a consequence is the worker's failure.
             worker.failed_by_consequence = False
-            worker.failure = reason
+            worker.failure, worker.failure_line = reason, line_no or None
         if worker.failure is None or worker.failure.startswith("exited with code"):
             # A finding in the worker's own log says more than its exit code.
-            worker.failure = reason
+            worker.failure, worker.failure_line = reason, line_no or None
         self._advance(worker, WorkerStage.FAILED, file, line_no, changes)
         return changes
 
@@ -488,7 +501,7 @@ class StageTracker:
             # Stopped by the orchestrator's own cleanup after a good run: not a failed worker.
             for w in workers.values():
                 if w.stage is WorkerStage.FAILED and w.failed_by_consequence and w.before_failure is not None:
-                    w.stage, w.failure = w.before_failure, None
+                    w.stage, w.failure, w.failure_line = w.before_failure, None, None
         if self._readiness.ready:
             for w in workers.values():
                 if w.stage is not WorkerStage.FAILED and w.stage.rank < WorkerStage.READY.rank:

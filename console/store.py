@@ -11,12 +11,13 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from console.ids import attempt_ref
 from console.scheduler import JobState, JobStatus
 
 ENV_DATA_DIR = "SRT_CONSOLE_DATA"
@@ -93,6 +94,20 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE attempts ADD COLUMN cancel_requested_at REAL;
     """,
+    # What ended each attempt (its root cause's key: the same one ending an arm's next attempt
+    # makes the failure deterministic), and the error-level line templates of healthy attempts
+    # (what a later attempt of the arm or engine is compared with).
+    """
+    ALTER TABLE attempts ADD COLUMN root_cause TEXT;
+    CREATE TABLE healthy_templates (
+        attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+        arm_id INTEGER NOT NULL REFERENCES arms(id),
+        engine TEXT,
+        template TEXT NOT NULL,
+        PRIMARY KEY (attempt_id, template)
+    );
+    CREATE INDEX healthy_templates_engine ON healthy_templates(engine);
+    """,
 )
 
 # Attempt states beyond Slurm's: before a job id exists, and when submission failed.
@@ -149,6 +164,7 @@ class AttemptRow:
     ended_at: float | None
     updated_at: float
     cancel_requested_at: float | None = None
+    root_cause: str | None = None  # the key of what ended it (failed, doomed, or cancelled after a cause)
 
     @property
     def live(self) -> bool:
@@ -341,6 +357,60 @@ class Store:
                 [(attempt_id, file, int(offset)) for file, offset in offsets.items()],
             )
 
+    def set_root_cause(self, attempt_id: int, key: str | None) -> None:
+        """Record what ended the attempt (None: nothing, or not known)."""
+        with self._tx() as db:
+            db.execute("UPDATE attempts SET root_cause = ? WHERE id = ?", (key, attempt_id))
+
+    def save_healthy_templates(self, attempt_id: int, templates: Iterable[str]) -> None:
+        """Keep a healthy attempt's error-level line templates (added to those kept before)."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT a.arm_id, r.summary FROM attempts a JOIN arms r ON r.id = a.arm_id WHERE a.id = ?",
+                (attempt_id,),
+            ).fetchone()
+            if row is None:
+                return
+            engine = _engine(row["summary"])
+            db.executemany(
+                "INSERT OR IGNORE INTO healthy_templates (attempt_id, arm_id, engine, template) VALUES (?, ?, ?, ?)",
+                [(attempt_id, row["arm_id"], engine, t) for t in templates],
+            )
+            # An attempt with nothing error-level is a baseline too (the empty one).
+            db.execute(
+                "INSERT OR IGNORE INTO healthy_templates (attempt_id, arm_id, engine, template) VALUES (?, ?, ?, '')",
+                (attempt_id, row["arm_id"], engine),
+            )
+
+    def earlier_root_causes(self, attempt: AttemptRow) -> list[tuple[str, str]]:
+        """``(attempt ref, root cause key)`` of the arm's attempts before this one that a root
+        cause ended, oldest first."""
+        return [
+            (attempt_ref(a.arm_id, a.number), a.root_cause)
+            for a in self.attempts(attempt.arm_id)
+            if a.number < attempt.number and a.root_cause
+        ]
+
+    def baseline_templates(self, attempt_id: int) -> frozenset[str] | None:
+        """The templates of the healthy attempts of this attempt's arm, else of its engine's (other
+        arms); None when there is no healthy attempt to compare with."""
+        row = self._db.execute(
+            "SELECT a.arm_id, r.summary FROM attempts a JOIN arms r ON r.id = a.arm_id WHERE a.id = ?", (attempt_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        # The column names are the two literals here, never input.
+        for column, value in (("arm_id", row["arm_id"]), ("engine", _engine(row["summary"]))):
+            if value is None:
+                continue
+            rows = self._db.execute(
+                f"SELECT template FROM healthy_templates WHERE {column} = ? AND attempt_id != ?",
+                (value, attempt_id),
+            ).fetchall()
+            if rows:
+                return frozenset(r["template"] for r in rows if r["template"])
+        return None
+
     # --- reads -------------------------------------------------------------------------
 
     def sweeps(self) -> list[SweepRow]:
@@ -408,5 +478,14 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["id"], r["arm_id"], r["number"], r["cluster"], r["launcher"], r["job_id"], r["output_dir"],
         r["results_dir"], r["config_yaml"], json.loads(r["concurrencies"]), r["state"], r["reason"],
         r["exit_code"], r["nodelist"], r["error"], r["submitted_at"], r["started_at"], r["ended_at"],
-        r["updated_at"], r["cancel_requested_at"],
+        r["updated_at"], r["cancel_requested_at"], r["root_cause"],
     )  # fmt: skip
+
+
+def _engine(summary: str) -> str | None:
+    """The engine (srtctl backend) of an arm's stored summary."""
+    try:
+        backend = json.loads(summary).get("backend")
+    except (ValueError, AttributeError):
+        return None
+    return str(backend) if backend else None

@@ -17,20 +17,33 @@ from __future__ import annotations
 
 import calendar
 import re
+import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO, Final
 
-from console.diagnosis import Diagnosis, FindingGroup, Observation, diagnose_groups
+from console.diagnosis import (
+    CATEGORY_RANK,
+    Diagnosis,
+    FindingGroup,
+    Observation,
+    Stall,
+    diagnose_groups,
+    same_failure,
+)
 from console.sanitize import clean_line
 from console.signatures import Finding, Matcher, MatchStream, default_matcher
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, Stage, StageChange, StageSnapshot, StageTracker
+from console.templates import is_error_level, line_template
 
 __all__ = [
+    "DEFAULT_HEALTH_CHECK",
     "MAX_FINDINGS",
+    "MAX_TEMPLATES",
     "MAX_TEXT_CHARS",
+    "HealthCheck",
     "Triage",
     "TriageUpdate",
     "clean_text",
@@ -43,6 +56,11 @@ MAX_TEXT_CHARS: Final[int] = 4096
 """A line is cut to this many characters before it is matched or shown."""
 MAX_FINDINGS: Final[int] = 20_000
 """Located findings kept per attempt; later ones are still counted in the diagnosis groups."""
+MAX_TEMPLATES: Final[int] = 5000
+"""Error-level line templates kept per attempt (what a later attempt is compared with)."""
+STALL_AFTER_S: Final[float] = 600.0
+"""No worker output for this long (or a third of srtctl's health-check window when that is
+shorter, but not under a minute) while srtctl waits for health is a stall."""
 _MARKER_ROOM: Final[int] = 32  # room for clean_line's "… [+N chars]" within MAX_TEXT_CHARS
 _LOOKBACK: Final[int] = 200  # lines kept per file to date an undated line (a traceback)
 # The attempt's stages before its servers are healthy.
@@ -230,6 +248,36 @@ class _LineAssembler:
         self.redrawn = False
 
 
+@dataclass(frozen=True)
+class HealthCheck:
+    """srtctl's health wait: ``max_attempts`` polls ``interval_s`` apart (its recipe's
+    ``health_check``)."""
+
+    max_attempts: int = 180
+    interval_s: float = 10.0
+
+    @property
+    def timeout_s(self) -> float:
+        return self.max_attempts * self.interval_s
+
+    @classmethod
+    def of_config(cls, config: object) -> HealthCheck:
+        """The recipe's ``health_check`` (srtctl's defaults for what it leaves out)."""
+        section = config.get("health_check") if isinstance(config, dict) else None
+        if not isinstance(section, dict):
+            return DEFAULT_HEALTH_CHECK
+        attempts = section.get("max_attempts", DEFAULT_HEALTH_CHECK.max_attempts)
+        interval = section.get("interval_seconds", DEFAULT_HEALTH_CHECK.interval_s)
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            attempts = DEFAULT_HEALTH_CHECK.max_attempts
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+            interval = DEFAULT_HEALTH_CHECK.interval_s
+        return cls(attempts, float(interval))
+
+
+DEFAULT_HEALTH_CHECK: Final = HealthCheck()
+
+
 @dataclass
 class TriageUpdate:
     """What one :meth:`Triage.feed` call found."""
@@ -254,6 +302,7 @@ class _FileTriage:
     last_stamp: tuple[float, bool] | None = None  # the last time a finding of this file was given
     awaiting_time: bool = False  # a finding had no time: the next dated line gives one
     next_stamp: tuple[float, bool] | None = None  # that next dated line's time
+    failure: Observation | None = None  # the finding that failed this worker (its label)
 
 
 def _after(mark: tuple[str, int, str] | None) -> Callable[[Observation], bool] | None:
@@ -278,17 +327,46 @@ def _after(mark: tuple[str, int, str] | None) -> Callable[[Observation], bool] |
 
 
 class Triage:
-    """Findings, stages and diagnosis of one attempt, kept as its lines arrive."""
+    """Findings, stages and diagnosis of one attempt, kept as its lines arrive.
 
-    def __init__(self, matcher: Matcher | None = None, *, max_findings: int = MAX_FINDINGS) -> None:
+    What the attempt is compared with comes from its arm: ``earlier`` (the root causes of its
+    earlier attempts, ``(attempt ref, root key)``), ``baseline`` (the error-level line
+    templates of a healthy attempt of the arm or engine: a template outside it is novel) and
+    ``health_check`` (srtctl's health wait, for a stall). ``clock`` gives the wall time at
+    which lines arrive (a stall is measured in it).
+    """
+
+    def __init__(
+        self,
+        matcher: Matcher | None = None,
+        *,
+        max_findings: int = MAX_FINDINGS,
+        earlier: Sequence[tuple[str, str]] = (),
+        baseline: frozenset[str] | None = None,
+        health_check: HealthCheck = DEFAULT_HEALTH_CHECK,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.matcher = matcher or default_matcher()
         self.tracker = StageTracker()
+        self.earlier = tuple(earlier)
+        self.baseline = baseline
+        self.health_check = health_check
+        self._clock = clock
         self._files: dict[str, _FileTriage] = {}
         self._findings: list[Observation] = []
         self._groups: dict[tuple[str, str | None, str | None, str | None], list[Any]] = {}
         self._dropped = 0
         self._max = max_findings
         self._order = 0
+        self._templates: set[str] = set()
+        self._novel: set[str] = set()
+        self._worker_output_at: float | None = None  # when a worker log last got a line
+        self._awaiting_since: float | None = None  # when srtctl began to wait for health (our clock)
+
+    @property
+    def templates(self) -> frozenset[str]:
+        """The error-level line templates seen so far (at most MAX_TEMPLATES)."""
+        return frozenset(self._templates)
 
     @property
     def findings(self) -> list[Observation]:
@@ -330,13 +408,20 @@ class Triage:
         raw_lines = list(lines)
         cleaned = [line if len(line) <= cap and line.isprintable() else _clean(line) for line in raw_lines]
         update = TriageUpdate()
-        update.changes.extend(self.tracker.feed(file, cleaned, first_line_no=start))
+        changes = self.tracker.feed(file, cleaned, first_line_no=start)
+        update.changes.extend(changes)
+        now = self._clock()
+        if state.worker is not None and raw_lines:
+            self._worker_output_at = now
+        if sweep_awaits := [c for c in changes if c.subject == "stage" and c.new == Stage.AWAITING_WORKERS.value]:
+            self._awaiting_since = now - _written_ago(cleaned, sweep_awaits[-1].line_no - start)
         if state.stream is None:
             state.stream = self.matcher.stream()
         match = state.stream.match
         recent = state.recent
         line_no = start - 1
         sweep = state.sweep
+        novel = self.matcher.novel_signature
         for raw, text in zip(raw_lines, cleaned, strict=True):
             line_no += 1
             if state.awaiting_time:
@@ -348,23 +433,52 @@ class Triage:
             # The raw line is matched (both ends of a long line, every segment of a redrawn
             # one); the clean text is what is shown.
             finding = match(raw) if raw else None
+            if finding is None and novel is not None and not quoted and is_error_level(text):
+                finding = self._novel_finding(text, novel)
             if finding is not None:
                 if raw is not text:
                     text = _shown_text(raw, text, finding)
                 observation = self._observe(file, state, line_no, text, finding, quoted)
                 update.findings.append(observation)
-                if observation.severity == "fatal" and state.worker is not None and not state.failed:
-                    state.failed = True
-                    update.changes.extend(
-                        self.tracker.mark_worker_failed(file, observation.id, line_no, consequence=observation.wrapper)
-                    )
+                if observation.severity == "fatal" and state.worker is not None:
+                    update.changes.extend(self._worker_failed(file, state, observation))
             recent.append(text)
         state.lines = line_no
         return update
 
-    def diagnose(self, state: str | None = None, *, cancelled: bool = False) -> Diagnosis:
+    def _novel_finding(self, text: str, novel: Any) -> Finding | None:
+        """A finding for an error-level line whose template the healthy baseline lacks; the
+        template is kept either way (this attempt may become a baseline)."""
+        template = line_template(text)
+        if not template:
+            return None
+        if len(self._templates) < MAX_TEMPLATES:
+            self._templates.add(template)
+        if self.baseline is None or template in self.baseline:
+            return None
+        self._novel.add(template)
+        return self.matcher.framed_finding(novel, text, 0, {"template": template})
+
+    def _worker_failed(self, file: str, state: _FileTriage, observation: Observation) -> list[StageChange]:
+        """Mark the worker failed by its first fatal finding; a narrower signature of the same
+        failure (the graph capture an OOM broke) renames it, so the workers table names the
+        failure as the diagnosis does, at the same line (``failure_at``)."""
+        label = observation.id
+        current = state.failure
+        if current is None:
+            state.failure = observation
+            state.failed = True
+            return self.tracker.mark_worker_failed(file, label, observation.line_no, consequence=observation.wrapper)
+        if observation.wrapper:
+            return []
+        if current.wrapper or (same_failure(current, observation) and _narrower(observation, current)):
+            state.failure = observation
+            return self.tracker.mark_worker_failed(file, label, observation.line_no, rename=True)
+        return []
+
+    def diagnose(self, state: str | None = None, *, cancelled: bool = False, now: float | None = None) -> Diagnosis:
         """The diagnosis now; ``state`` is the scheduler's state when known, ``cancelled`` says the
-        operator cancelled the attempt."""
+        operator cancelled the attempt, ``now`` is the time for a stall (the clock's by default)."""
         snapshot = self.tracker.snapshot(state)
         roles: dict[str, set[str]] = {}
         for worker in snapshot.workers.values():
@@ -381,7 +495,25 @@ class Triage:
             succeeded=snapshot.succeeded,
             teardown=_after(snapshot.cleanup),
             cancelled=cancelled,
+            failing=snapshot.failing,
+            earlier=self.earlier,
+            stall=self._stall(snapshot, now),
         )
+
+    def _stall(self, snapshot: StageSnapshot, now: float | None) -> Stall | None:
+        """No worker output for long while srtctl waits for health."""
+        since = self._awaiting_since
+        if snapshot.stage is not Stage.AWAITING_WORKERS or since is None:
+            return None
+        now = self._clock() if now is None else now
+        check = self.health_check
+        idle = now - max(since, self._worker_output_at or since)
+        if idle < max(60.0, min(STALL_AFTER_S, check.timeout_s / 3)):
+            return None
+        left = since + check.timeout_s - now
+        # Whole ten seconds: a diagnosis changes when a figure an operator reads changes.
+        return Stall(idle_s=idle // 10 * 10, left_s=left // 10 * 10, max_attempts=check.max_attempts,
+                     interval_s=check.interval_s)  # fmt: skip
 
     def snapshot(self, state: str | None = None) -> StageSnapshot:
         return self.tracker.snapshot(state)
@@ -509,6 +641,30 @@ class Triage:
         return found
 
 
+def _narrower(new: Observation, current: Observation) -> bool:
+    """Whether ``new`` names a failure more narrowly than ``current`` (the diagnosis' order:
+    startup before infra before runtime, then the higher priority)."""
+    if current.generic != new.generic:
+        return current.generic
+    return (CATEGORY_RANK.get(new.category, 9), -new.finding.priority) < (
+        CATEGORY_RANK.get(current.category, 9),
+        -current.finding.priority,
+    )
+
+
+def _written_ago(lines: list[str], index: int) -> float:
+    """How long before the last dated line of ``lines`` the line at ``index`` was written (by
+    the log's own clock; 0 when either has no time)."""
+    at = line_time(lines[index]) if 0 <= index < len(lines) else None
+    if at is None:
+        return 0.0
+    for line in reversed(lines[index:]):
+        last = line_time(line)
+        if last is not None and last[1] == at[1]:
+            return max(0.0, last[0] - at[0])
+    return 0.0
+
+
 # --------------------------------------------------------------------------- files on this machine
 
 LOG_SUFFIXES = (".out", ".log", ".err")
@@ -528,8 +684,11 @@ def feed_file(triage: Triage, path: Path) -> None:
         triage.feed(name, batch)
 
 
-def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Diagnosis | None:
-    """The diagnosis of a job from its logs on this machine; None when there are none."""
+def diagnose_output_dir(
+    output_dir: str | Path, state: str | None = None, *, earlier: Sequence[tuple[str, str]] = ()
+) -> Diagnosis | None:
+    """The diagnosis of a job from its logs on this machine (``earlier``: the arm's earlier
+    attempts' root causes, see :class:`Triage`); None when there are none."""
     logs = Path(output_dir) / "logs"
     try:
         files = sorted(p for p in logs.iterdir() if p.is_file() and p.name.endswith(LOG_SUFFIXES))
@@ -537,7 +696,7 @@ def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Dia
         return None
     if not files:
         return None
-    triage = Triage()
+    triage = Triage(earlier=earlier)
     for path in files:
         try:
             feed_file(triage, path)

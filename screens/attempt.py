@@ -156,7 +156,8 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         self._show_banner()
         self.query_one(WorkersPanel).update_snapshot(snapshot)
         root = diagnosis.root_cause.id if diagnosis.root_cause else None
-        self.query_one(FindingsPanel).update_groups(self._groups(), root)
+        root_first = diagnosis.root_cause.first if diagnosis.root_cause else None
+        self.query_one(FindingsPanel).update_groups(self._groups(), root, root_first)
 
     def _show_banner(self) -> None:
         cancellable = self.attempt.live and bool(self.attempt.job_id)

@@ -206,7 +206,15 @@ def render_report(triage: Triage, diagnosis: Diagnosis, snapshot: StageSnapshot,
             spread += " - deterministic"
             if diagnosis.deterministic_roles:
                 spread += f" (every {'/'.join(diagnosis.deterministic_roles)} worker)"
+            if diagnosis.recurrences:
+                spread += f" (also ended {', '.join(diagnosis.recurrences)})"
         out.append(spread)
+        if diagnosis.same_failure:
+            same = ", ".join(
+                f"{sig_id} x{sum(g.count for g in groups)} at {groups[0].first.file}:{groups[0].first.line_no}"
+                for sig_id, groups in _by_signature(diagnosis.same_failure)
+            )
+            out.append(f"  same failure: {same}")
         if diagnosis.hint:
             out.append(f"  hint: {diagnosis.hint}")
     out.append(f"advice: {_advice_head(diagnosis)}")
@@ -235,7 +243,7 @@ def render_report(triage: Triage, diagnosis: Diagnosis, snapshot: StageSnapshot,
             if w.graphs_label:
                 bits.append(f"graphs {w.graphs_label}")
             if w.failure:
-                bits.append(f"({w.failure})")
+                bits.append(f"({w.failure} at {w.failure_at})" if w.failure_at else f"({w.failure})")
             out.append(f"  {name}: {', '.join(bits)}")
     if diagnosis.counts:
         total = sum(diagnosis.counts.values())

@@ -19,7 +19,7 @@ from console.diagnosis import Diagnosis, FindingGroup, Observation
 from console.signatures import Matcher, default_matcher
 from console.stages import SWEEP_LOG_RE
 
-VERDICT_CLASSES = {v: f"-{v}" for v in ("healthy", "degraded", "failed", "doomed")}
+VERDICT_CLASSES = {v: f"-{v}" for v in ("healthy", "degraded", "failed", "doomed")} | {"stalled": "-degraded"}
 FINDING_COLUMNS = ("sev", "count", "signature", "worker", "first at")
 _SEVERITY_ORDER = {"fatal": 0, "error": 1, "warning": 2}
 
@@ -96,18 +96,28 @@ class FindingRow:
     first: Observation
 
 
-def finding_rows(groups: Iterable[FindingGroup], root: str | None = None) -> list[FindingRow]:
-    """Groups merged per (signature, worker); the root cause's rows first, then by severity."""
+def _who(obs: Observation) -> str:
+    name = _short(obs.file)
+    return obs.worker or obs.node or ("sweep log" if SWEEP_LOG_RE.match(name) else name)
+
+
+def finding_rows(
+    groups: Iterable[FindingGroup], root: str | None = None, root_first: Observation | None = None
+) -> list[FindingRow]:
+    """Groups merged per (signature, worker); the root cause's rows first, then by severity.
+    ``root_first`` is the diagnosis' first line of the root cause: its row shows that line,
+    as the banner does."""
     merged: dict[tuple[str, str], tuple[int, Observation]] = {}
     for group in groups:
         first = group.first
-        name = _short(first.file)
-        who = first.worker or first.node or ("sweep log" if SWEEP_LOG_RE.match(name) else name)
-        key = (first.id, who)
+        key = (first.id, _who(first))
         count, earliest = merged.get(key, (0, first))
         if (first.file, first.line_no) < (earliest.file, earliest.line_no) and first.file == earliest.file:
             earliest = first
         merged[key] = (count + group.count, earliest)
+    if root_first is not None and (root_first.id, _who(root_first)) in merged:
+        count, _ = merged[(root_first.id, _who(root_first))]
+        merged[(root_first.id, _who(root_first))] = (count, root_first)
     rows = [
         FindingRow(f"{sig}@{who}", sig, obs.finding.title, obs.severity, who, count, obs)
         for (sig, who), (count, obs) in merged.items()
@@ -154,9 +164,11 @@ class FindingsPanel(Vertical):
         for column in FINDING_COLUMNS:
             table.add_column(column, key=column)
 
-    def update_groups(self, groups: Iterable[FindingGroup], root: str | None = None) -> None:
+    def update_groups(
+        self, groups: Iterable[FindingGroup], root: str | None = None, root_first: Observation | None = None
+    ) -> None:
         table: DataTable[object] = self.query_one(DataTable)
-        rows = finding_rows(groups, root)
+        rows = finding_rows(groups, root, root_first)
         reorder = root != self._root
         self._root = root
         for row in rows:

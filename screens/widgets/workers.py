@@ -28,6 +28,7 @@ class WorkerRow:
     graphs: str
     ready: bool
     failure: str | None
+    failure_line: int | None = None  # the line of the worker's log naming it (as the diagnosis' first at)
 
 
 def worker_rows(snapshot: StageSnapshot) -> list[WorkerRow]:
@@ -51,6 +52,7 @@ def worker_rows(snapshot: StageSnapshot) -> list[WorkerRow]:
                 graphs=lead.graphs_label,
                 ready=all(p.ready for p in parts),
                 failure=next((p.failure for p in failed if p.failure), None),
+                failure_line=next((p.failure_line for p in failed if p.failure), None),
             )
         )
     return rows
@@ -96,7 +98,7 @@ class WorkersPanel(Vertical):
         for row in worker_rows(snapshot):
             stage = Text(f" {row.stage.value} ", self._stage_style(row.stage))
             if row.stage is WorkerStage.FAILED and row.failure:
-                stage.append(f" {row.failure}")
+                stage.append(f" {row.failure}" + (f":{row.failure_line}" if row.failure_line else ""))
             cells: dict[str, object] = {
                 "worker": row.worker,
                 "nodes": Text(",".join(row.nodes)),

@@ -113,7 +113,14 @@ def test_seed_diagnosis_json(seed: Triage) -> None:
 def test_seed_workers_are_marked_failed(seed: Triage) -> None:
     snap = seed.snapshot("RUNNING")
     assert {w.stage.value for w in snap.workers.values()} == {"failed"}
+    # The workers table names the failure as the diagnosis does, where it was first written.
     assert snap.workers["mi355x-a02_prefill_w1"].failure == "zmq-bind-in-use"
+    assert snap.workers["mi355x-a02_prefill_w1"].failure_at == "mi355x-a02_prefill_w1.out:29"
+    d = seed.diagnose("RUNNING")
+    assert d.root_cause is not None
+    first = d.root_cause.first
+    root_worker = next(w for w in snap.workers.values() if w.file == first.file)
+    assert (root_worker.failure, root_worker.failure_at) == (first.id, f"{Path(first.file).name}:{first.line_no}")
 
 
 def test_seed_order_of_files_does_not_matter() -> None:
@@ -172,14 +179,20 @@ def test_oom_at_graph_capture() -> None:
     # The OOM line comes first, but it is reported as graph-capture failure (startup, narrower).
     assert d.root_cause.id == "cuda-graph-capture-failed"
     assert d.root_cause.first.finding.captures.get("bytes") == "2.00 GiB"
+    # The OOM that broke the capture is the same failure, never a consequence of itself.
+    assert [g.id for g in d.same_failure] == ["gpu-oom"]
     ids = [g.id for g in d.consequences]
-    assert "gpu-oom" in ids and "srtctl-critical-process-exit" in ids and "srun-task-failed" in ids
+    assert "gpu-oom" not in ids and "srtctl-critical-process-exit" in ids and "srun-task-failed" in ids
     assert d.verdict == "doomed"  # a fatal startup finding, Slurm still running
     assert not d.deterministic  # one worker of two; the decode worker started fine
     assert "rerun" in d.advice and "plain rerun will fail" not in d.advice
     assert "cancel job 41100" in d.advice
     snap = triage.snapshot()
     assert snap.workers["n1_prefill_w0"].stage.value == "failed"
+    # The workers table agrees with the banner: the same failure, at the same line.
+    first = d.root_cause.first
+    assert snap.workers["n1_prefill_w0"].failure == "cuda-graph-capture-failed"
+    assert snap.workers["n1_prefill_w0"].failure_at == f"n1_prefill_w0.out:{first.line_no}"
     assert snap.workers["n2_decode_w0"].stage.value == "server up"
 
 
@@ -205,8 +218,10 @@ def test_flake_like_single_worker_nccl_error_is_not_deterministic() -> None:
     assert d.verdict == "failed"
     assert "one-off" in d.advice and "rerun" in d.advice
     assert "plain rerun will fail" not in d.advice
-    # the socket failure is an error that came first, but the fatal NCCL error is the cause
-    assert "nccl-socket-failure" in {g.id for g in d.consequences}
+    # the socket failure came first, two lines above the fatal NCCL error it broke: the
+    # same failure, named more narrowly by the NCCL error
+    assert [g.id for g in d.same_failure] == ["nccl-socket-failure"]
+    assert "nccl-socket-failure" not in {g.id for g in d.consequences}
 
 
 def test_healthy_log_is_healthy() -> None:

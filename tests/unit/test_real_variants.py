@@ -188,9 +188,13 @@ def test_unknown_exception_in_srtctl_frames_is_an_orchestrator_crash(matcher: Ma
         (14, "srtctl-sweep-failed"),
     ]
     assert found[1][2]["exception"] == "KeyError"
-    # The same exception from another program's frames is not srtctl's.
+    # The same exception from another program's frames is not srtctl's: an unrecognised one.
     elsewhere = log.replace("srtctl/cli/do_sweep.py", "app/main.py").replace("srtctl/core/runtime.py", "app/rt.py")
-    assert [sig for _, sig, _ in feed(matcher, elsewhere)] == ["srtctl-sweep-failed", "srtctl-sweep-failed"]
+    assert [sig for _, sig, _ in feed(matcher, elsewhere)] == [
+        "srtctl-sweep-failed",
+        "unrecognised-exception",
+        "srtctl-sweep-failed",
+    ]
 
 
 def test_stack_dumps_are_context_and_a_truncated_traceback_ends_cleanly(matcher: Matcher) -> None:

@@ -24,6 +24,7 @@ from console.rerun import (
     rerun,
 )
 from console.results import PointResult, points_csv, points_rows
+from console.session import Session
 from console.store import Store
 from console.triage import diagnose_output_dir
 from tests.conftest import RECIPES, SEED_DIR
@@ -201,5 +202,38 @@ def test_seed_zmq_failure_is_deterministic_and_warned(engine: Engine) -> None:
         plans, refused = plan_sweep_reruns(engine.store, sweep, False, {arm_id: diagnosis})
         assert refused == [] and [p.warning for p in plans] == [warning]
         await engine.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failure_that_recurs_across_attempts_is_deterministic(engine: Engine) -> None:
+    """The monitor records what ended each attempt; the same root cause ending the arm's next
+    attempt makes it deterministic, in the diagnosis, its advice and the rerun dialog's warning."""
+    session = Session.of(engine, settle_s=5.0)
+
+    def ended_and_diagnosed(attempt_id: int) -> bool:
+        attempt = engine.store.attempt(attempt_id)
+        view = session.views.get(attempt_id)
+        return not attempt.live and view is not None and view.diagnosis is not None and attempt.root_cause is not None
+
+    async def scenario() -> None:
+        sweep = await engine.launch([str(DEMO / "oom-graph-capture.yaml")], "local")
+        (arm,) = engine.store.arms(sweep)
+        (first,) = engine.store.attempts(arm.id)
+        await session.track(0.2, until=lambda: ended_and_diagnosed(first.id))
+        once = session.views[first.id].diagnosis
+        assert once is not None and once.root_cause is not None and not once.recurrences
+        assert engine.store.attempt(first.id).root_cause == once.root_key
+
+        second = await session.rerun(await session.plan_rerun(arm.id, missing_only=False))
+        await session.track(0.2, until=lambda: ended_and_diagnosed(second.id))
+        again = session.views[second.id].diagnosis
+        assert again is not None and again.root_cause is not None
+        assert again.root_key == once.root_key
+        assert again.recurrences == (f"a{arm.id}.1",) and again.deterministic
+        assert f"also ended attempt a{arm.id}.1" in again.advice and "one-off" not in again.advice
+        plan = await session.plan_rerun(arm.id, missing_only=False)
+        assert plan.warning is not None and f"also ended a{arm.id}.1" in plan.warning
+        await session.close()
 
     asyncio.run(scenario())
