@@ -34,6 +34,7 @@ from console.rerun import (
 from console.results import AttemptPoints, points_rows
 from console.store import ArmRow, AttemptRow, Store, SweepRow, default_data_dir
 from console.triage import diagnose_output_dir
+from console.user_signatures import install_user_signatures
 
 POLL_INTERVAL_S = 2.0
 
@@ -52,9 +53,10 @@ class Session:
 
     @classmethod
     def open(cls, config_path: str | None = None, on_note: Callable[[str], None] | None = None) -> Session:
-        """Config → profiles → store → engine → monitor. Problems with the config or a profile
-        become :attr:`notes` (each also handed to ``on_note`` as soon as it is found) and the
-        rest carries on; ``StoreError`` when the store cannot open."""
+        """Config → the operator's signatures → profiles → store → engine → monitor. Problems
+        with the config, a signature or a profile become :attr:`notes` (each also handed to
+        ``on_note`` as soon as it is found) and the rest carries on; ``StoreError`` when the
+        store cannot open."""
         notes: list[str] = []
 
         def note(problem: str) -> None:
@@ -64,6 +66,8 @@ class Session:
 
         config = load_config(config_path)
         for problem in config.problems:
+            note(problem)
+        for problem in install_user_signatures(config):
             note(problem)
         data_dir = default_data_dir()
         profiles, problems = load_profiles(config, data_dir)

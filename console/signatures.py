@@ -28,10 +28,11 @@ source lines are context, the exception line that ends it is what gets classifie
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
@@ -51,9 +52,15 @@ __all__ = [
     "MatchStream",
     "Matcher",
     "Signature",
+    "bundled_catalog",
     "bundled_catalog_path",
     "default_matcher",
+    "install",
     "load_catalog",
+    "merge_catalog",
+    "parse_catalog_document",
+    "parse_entries",
+    "read_catalog_document",
     "reload",
     "strip_prefixes",
 ]
@@ -87,6 +94,8 @@ _FIELDS: Final = frozenset(
         "generic",
         "uncaught",
         "novel",
+        "examples",
+        "benign",
     }
 )
 _REQUIRED: Final = ("id", "title", "category", "severity", "hint")
@@ -186,6 +195,12 @@ def bundled_catalog_path() -> Path:
     return asset("signatures.yaml")
 
 
+@functools.cache
+def bundled_catalog() -> Catalog:
+    """The catalog shipped with srt-console, read once."""
+    return load_catalog()
+
+
 def load_catalog(*paths: str | Path) -> Catalog:
     """Read, validate and compile catalogs; with no argument, the bundled one.
 
@@ -194,54 +209,131 @@ def load_catalog(*paths: str | Path) -> Catalog:
     Raises :class:`CatalogError` with the file, entry and field at fault.
     """
     sources = tuple(Path(p) for p in paths) if paths else (bundled_catalog_path(),)
-    merged: dict[str, Signature] = {}
-    context: list[re.Pattern[str]] = []
+    catalog = Catalog(signatures=())
     for source in sources:
         signatures, ctx = _load_file(source)
-        for sig in signatures:
-            merged[sig.id] = sig
-        context.extend(ctx)
-    return Catalog(signatures=tuple(merged.values()), context=tuple(context), sources=sources)
+        catalog = merge_catalog(catalog, signatures, ctx, source)
+    return catalog
 
 
-def _load_file(path: Path) -> tuple[list[Signature], list[re.Pattern[str]]]:
+def merge_catalog(
+    base: Catalog, signatures: Iterable[Signature], context: Iterable[re.Pattern[str]] = (), source: Path | None = None
+) -> Catalog:
+    """``base`` with ``signatures`` added: one whose id ``base`` has replaces it in place."""
+    merged = {sig.id: sig for sig in base.signatures}
+    for sig in signatures:
+        merged[sig.id] = sig
+    sources = (*base.sources, source) if source is not None else base.sources
+    return Catalog(signatures=tuple(merged.values()), context=(*base.context, *context), sources=sources)
+
+
+def read_catalog_document(path: Path) -> object:
+    """A catalog file's YAML (CatalogError when it cannot be read or parsed)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"{path}: cannot read the signature catalog: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise CatalogError(f"{path}: the catalog must be a mapping with a 'signatures' list")
-    unknown = sorted(str(k) for k in data if k not in _TOP_LEVEL)
-    if unknown:
-        raise CatalogError(f"{path}: unknown top-level key(s) {', '.join(unknown)}")
-    version = data.get("version", 1)
-    if version != 1:
-        raise CatalogError(f"{path}: field 'version': unsupported catalog version {version!r} (expected 1)")
-    entries = data.get("signatures")
-    if not isinstance(entries, list):
-        raise CatalogError(f"{path}: field 'signatures' must be a list of entries")
 
-    raw_context = data.get("context", [])
-    if not isinstance(raw_context, list):
-        raise CatalogError(f"{path}: field 'context' must be a list of regexes")
-    context = [_compile(p, 0, f"{path}: context pattern #{i + 1}") for i, p in enumerate(raw_context)]
 
-    signatures: list[Signature] = []
-    seen: set[str] = set()
-    for index, entry in enumerate(entries, start=1):
-        sig = _parse_entry(path, index, entry)
-        if sig.id in seen:
-            raise CatalogError(f"{path}: signature #{index} ({sig.id!r}): field 'id': duplicate id")
-        seen.add(sig.id)
-        signatures.append(sig)
+def _load_file(path: Path) -> tuple[list[Signature], list[re.Pattern[str]]]:
+    signatures, context, problems = parse_catalog_document(read_catalog_document(path), str(path))
+    if problems:
+        raise CatalogError(problems[0])
     return signatures, context
 
 
-def _parse_entry(path: Path, index: int, entry: object) -> Signature:
+def parse_catalog_document(
+    data: object, where: str, line_of: Callable[[tuple[str | int, ...]], int | None] | None = None
+) -> tuple[list[Signature], list[re.Pattern[str]], list[str]]:
+    """A catalog document's signatures and context patterns, and a message per problem. A
+    document-level problem leaves nothing; a bad entry is left out with its message (``where``
+    names the file, ``line_of`` the line of a key path when known)."""
+    if not isinstance(data, dict):
+        return [], [], [f"{where}: the catalog must be a mapping with a 'signatures' list"]
+    unknown = sorted(str(k) for k in data if k not in _TOP_LEVEL)
+    if unknown:
+        return [], [], [f"{where}: unknown top-level key(s) {', '.join(unknown)}"]
+    version = data.get("version", 1)
+    if version != 1:
+        return [], [], [f"{where}: field 'version': unsupported catalog version {version!r} (expected 1)"]
+    entries = data.get("signatures")
+    if not isinstance(entries, list):
+        return [], [], [f"{where}: field 'signatures' must be a list of entries"]
+    raw_context = data.get("context", [])
+    if not isinstance(raw_context, list):
+        return [], [], [f"{where}: field 'context' must be a list of regexes"]
+    try:
+        context = [_compile(p, 0, f"{where}: context pattern #{i + 1}") for i, p in enumerate(raw_context)]
+    except CatalogError as exc:
+        return [], [], [str(exc)]
+    signatures, problems = parse_entries(entries, where, line_of, key=("signatures",), context=tuple(context))
+    return signatures, context, problems
+
+
+def parse_entries(
+    entries: Sequence[object],
+    where: str,
+    line_of: Callable[[tuple[str | int, ...]], int | None] | None = None,
+    *,
+    key: tuple[str | int, ...] = ("signatures",),
+    context: tuple[re.Pattern[str], ...] = (),
+) -> tuple[list[Signature], list[str]]:
+    """Catalog entries validated one by one (regexes compiled, examples matched, benign lines
+    not): the good ones, and a message naming the file, line, entry and field of each bad one."""
+    signatures: list[Signature] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(entries, start=1):
+        line = line_of((*key, index - 1)) if line_of is not None else None
+        label = f"{where}:{line}" if line else where
+        try:
+            sig = _parse_entry(label, index, entry)
+            if sig.id in seen:
+                raise CatalogError(f"{label}: signature #{index} ({sig.id!r}): field 'id': duplicate id")
+            _check_examples(sig, entry, f"{label}: signature #{index} ({sig.id!r})", context)
+        except CatalogError as exc:
+            problems.append(str(exc))
+            continue
+        seen.add(sig.id)
+        signatures.append(sig)
+    return signatures, problems
+
+
+def _check_examples(sig: Signature, entry: object, where: str, context: tuple[re.Pattern[str], ...]) -> None:
+    """An entry's ``examples`` must be found under it (through its keywords), its ``benign``
+    lines must not."""
+    assert isinstance(entry, dict)
+    examples = _lines_field(entry, "examples", where)
+    benign = _lines_field(entry, "benign", where)
+    if not examples and not benign:
+        return
+    if sig.uncaught or sig.novel:
+        raise CatalogError(f"{where}: field 'examples'/'benign': a signature without a regex has no lines to test")
+    alone = Matcher(Catalog(signatures=(sig,), context=context))
+    for i, line in enumerate(examples, start=1):
+        if alone.match_line(line) is None:
+            gated = " (no keyword of the entry is in it)" if sig.keywords and not alone.has_keyword(line) else ""
+            raise CatalogError(f"{where}: field 'examples' #{i}: not matched{gated}: {line!r}")
+    for i, line in enumerate(benign, start=1):
+        if alone.match_line(line) is not None:
+            raise CatalogError(f"{where}: field 'benign' #{i}: matched, but must not be: {line!r}")
+
+
+def _lines_field(entry: dict[str, object], name: str, where: str) -> list[str]:
+    value = entry.get(name)
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
+        raise CatalogError(f"{where}: field {name!r} must be a list of log lines")
+    return list(items)
+
+
+def _parse_entry(path: str | Path, index: int, entry: object) -> Signature:
     where = f"{path}: signature #{index}"
     if not isinstance(entry, dict):
         raise CatalogError(f"{where}: must be a mapping, not {type(entry).__name__}")
@@ -410,6 +502,11 @@ class Matcher:
     @property
     def max_line_chars(self) -> int:
         return self._max
+
+    def has_keyword(self, line: str) -> bool:
+        """Whether the line holds one of the catalog's keywords (passes the prefilter)."""
+        low = line.lower()
+        return any(gate.search(low) is not None for gate in self._gates)
 
     def signature(self, signature_id: str) -> Signature:
         """The signature with this id (KeyError if unknown)."""
@@ -859,8 +956,12 @@ def reload(*paths: str | Path) -> Matcher:
     """Load the catalog again (bundled, or ``paths`` merged in order), make it the default
     matcher and return it. On a broken catalog the previous default stays in place and
     :class:`CatalogError` is raised."""
+    return install(Matcher(load_catalog(*paths)))
+
+
+def install(matcher: Matcher) -> Matcher:
+    """Make ``matcher`` the default (the catalog with the operator's signatures merged in)."""
     global _default
-    matcher = Matcher(load_catalog(*paths))
     with _default_lock:
         _default = matcher
     return matcher

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from console import __version__
-from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, watch_cmd
+from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, signatures_cmd, watch_cmd
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     scan_cmd.add_parser(sub)
+    signatures_cmd.add_parser(sub)
     results_cmd.add_parsers(sub)
 
     p = sub.add_parser("watch", help="follow attempts live: stages, findings, diagnosis, points")
@@ -103,6 +104,7 @@ def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
         "status": jobs_cmd.cmd_status,
         "cancel": jobs_cmd.cmd_cancel,
         "scan": scan_cmd.cmd_scan,
+        "signatures": signatures_cmd.cmd_signatures,
         "watch": watch_cmd.cmd_watch,
         "results": results_cmd.cmd_results,
         "rerun": results_cmd.cmd_rerun,

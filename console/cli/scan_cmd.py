@@ -1,7 +1,8 @@
 """`srt-console scan PATH... [--json] [--state STATE]`: offline triage of log files.
 
-A PATH is a log file or a directory: a job output dir (its ``logs/`` is read), a ``logs/``
-dir, or any folder of logs. In a directory the sweep log, worker logs, frontends,
+The operator's own signatures (config ``signatures:`` or ``signatures.yaml`` beside the config)
+are merged with the bundled catalog. A PATH is a log file or a directory: a job output dir
+(its ``logs/`` is read), a ``logs/`` dir, or any folder of logs. In a directory the sweep log, worker logs, frontends,
 ``benchmark.out`` and other ``.out``/``.log``/``.err``/``.txt`` files are read; binary
 files there are skipped with a note. Files are read line by line (a very long line is cut
 and read past, never held whole). Findings are not errors: the exit code is 0 after a
@@ -17,9 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from console.config import load_config
 from console.diagnosis import Diagnosis, FindingGroup
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, StageSnapshot
 from console.triage import Triage, feed_file, looks_binary
+from console.user_signatures import install_user_signatures
 
 __all__ = ["ScanError", "add_parser", "cmd_scan", "collect_files", "scan_paths"]
 
@@ -63,6 +66,9 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
+    config = load_config(getattr(args, "config", None))
+    for problem in (*config.problems, *install_user_signatures(config)):
+        print(f"srt-console: {problem}", file=sys.stderr)
     try:
         files, notes = collect_files(args.paths)
         triage = scan_paths(files)
