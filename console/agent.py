@@ -35,6 +35,9 @@ newline follow (a reader that does not find the newline is out of step and must 
 - ``candidates {dir, file, from, to, line_count, lines: [[offset, line_no, text], ...]}``: a backlog
   ``[from, to)`` was triaged instead of sent: only lines holding a keyword, with their byte offset
   and 1-based line number; ``line_count`` is the number of lines before ``to``. Data resumes at ``to``.
+  A line longer than ``CANDIDATE_BYTES`` (or made of ``\r`` redraws) comes as several entries of
+  the same line number: the text around each keyword, within its redraw (the first keyword's and
+  the last ones, ``CANDIDATE_WINDOWS`` at most), so a failure at the end of a long line is there.
   One record holds at most ``MAX_HITS`` lines (``MAX_HIT_BYTES`` of text); a backlog takes several.
 - ``truncated|rotated {dir, file, size, ino}``: the file shrank or was replaced; it restarts at 0.
 - ``gone {dir, file}``: the file disappeared.
@@ -84,7 +87,8 @@ LONG_LINE_SEARCH = 64 << 20  # a line longer than this ends triage (the rest is 
 
 BIG_BYTES = 4 << 20  # a backlog over this is triaged (candidates + the last TAIL_BYTES)
 TAIL_BYTES = 256 << 10
-CANDIDATE_BYTES = 4096  # text of one candidate line at most
+CANDIDATE_BYTES = 4096  # text of one candidate line at most (a longer line: one window per keyword)
+CANDIDATE_WINDOWS = 8  # windows of one long line at most: its first keyword's and its last ones
 MAX_HITS = 2000  # candidate lines in one record at most
 MAX_HIT_BYTES = 1 << 20  # candidate text in one record at most
 MAX_READ = 16 << 20  # one range read at most
@@ -222,6 +226,49 @@ def prefilter_sources(keywords: List[str]) -> List[str]:
 def keyword_gates(keywords: List[str]) -> List[Pattern[bytes]]:
     """The prefilter compiled for the bytes of a log."""
     return [re.compile(source.encode("utf-8")) for source in prefilter_sources(keywords)]
+
+
+def keyword_windows(data: bytes, low: bytes, start: int, end: int, gates: List[Pattern[bytes]]) -> List[bytes]:
+    """What of the line ``data[start:end]`` to triage: the line when it is short; else the text
+    around each keyword (``CANDIDATE_BYTES`` at most, within its ``\\r`` redraw), the first
+    keyword's and the last ones. ``low`` is ``data`` lowercased."""
+    if end > start and data[end - 1 : end] == b"\r":
+        end -= 1  # a CRLF ending
+    if end - start <= CANDIDATE_BYTES and data.find(b"\r", start, end) < 0:
+        return [data[start:end]]
+    windows = hit_windows(data, low, start, end, gates, start)
+    if len(windows) > CANDIDATE_WINDOWS:
+        windows = windows[:1] + windows[-(CANDIDATE_WINDOWS - 1) :]
+    return windows
+
+
+def hit_windows(data: bytes, low: bytes, start: int, end: int, gates: List[Pattern[bytes]], since: int) -> List[bytes]:
+    """The text around each keyword found in ``data[since:end]``, within ``[start, end)`` and
+    within its ``\\r`` redraw, in order; a keyword inside the previous window adds none."""
+    found = []
+    for gate in gates:
+        pos = since
+        while pos < end:
+            m = gate.search(low, pos, end)
+            if m is None:
+                break
+            found.append(m.start())
+            pos = m.end()
+    half = CANDIDATE_BYTES // 2
+    spans = []  # type: List[Tuple[int, int]]
+    for hit in sorted(found):
+        if spans and hit < spans[-1][1]:
+            continue
+        lo = max(start, hit - half)
+        hi = min(end, lo + CANDIDATE_BYTES)
+        cr = data.rfind(b"\r", lo, hit)
+        if cr >= 0:
+            lo = cr + 1
+        cr = data.find(b"\r", hit, hi)
+        if cr >= 0:
+            hi = cr
+        spans.append((lo, hi))
+    return [data[lo:hi] for lo, hi in spans]
 
 
 class Output:
@@ -494,32 +541,45 @@ class Watch:
             line_no += block.count(b"\n", counted, s)
             counted = s
             e = block.find(b"\n", s)
-            text = block[s : min(e, s + CANDIDATE_BYTES)].rstrip(b"\r")
-            hits.append([t.offset + s, line_no + 1, text.decode("utf-8", "replace")])
-            text_bytes += len(text)
+            for text in keyword_windows(block, low, s, e, self.gates):
+                hits.append([t.offset + s, line_no + 1, text.decode("utf-8", "replace")])
+                text_bytes += len(text)
         t.lines = base_lines + block.count(b"\n")
         t.offset += len(block)
         return True
 
     def skip_long_line(self, t: Tracked, first: bytes, hits: List[List[Any]]) -> bool:
-        """A line longer than a scan chunk: check its start, find its end. False: no end found."""
-        pos = t.offset + len(first)
+        """A line longer than a scan chunk: find its end, keeping the text around its keywords
+        (its first keyword's and its last ones). False: no end found."""
+        first_window = None  # type: Optional[bytes]
+        last_windows = []  # type: List[bytes]
+        carry = b""  # the end of the previous chunk: the text before a keyword at a chunk's start
+        data = first
+        pos = t.offset
         limit = t.offset + LONG_LINE_SEARCH
-        while pos < limit:
-            data = os.pread(t.fd, SCAN_CHUNK, pos)
-            if not data:
-                return False
+        while True:
             nl = data.find(b"\n")
+            buf = carry + (data if nl < 0 else data[:nl])
+            for window in hit_windows(buf, buf.lower(), 0, len(buf), self.gates, len(carry)):
+                if first_window is None:
+                    first_window = window
+                else:
+                    last_windows.append(window)
+                    del last_windows[: -(CANDIDATE_WINDOWS - 1)]
             if nl >= 0:
-                low = first.lower()
-                if any(gate.search(low) for gate in self.gates):
-                    text = first[:CANDIDATE_BYTES].rstrip(b"\r")
-                    hits.append([t.offset, (t.lines or 0) + 1, text.decode("utf-8", "replace")])
+                windows = ([first_window] if first_window is not None else []) + last_windows
+                for text in windows:
+                    hits.append([t.offset, (t.lines or 0) + 1, text.rstrip(b"\r").decode("utf-8", "replace")])
                 t.lines = (t.lines or 0) + 1
                 t.offset = pos + nl + 1
                 return True
+            carry = buf[-CANDIDATE_BYTES:]
             pos += len(data)
-        return False
+            if pos >= limit:
+                return False
+            data = os.pread(t.fd, SCAN_CHUNK, pos)
+            if not data:
+                return False
 
     def stream_step(self, t: Tracked, now: float, budget: List[int]) -> bool:
         out = self.agent.out

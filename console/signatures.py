@@ -543,6 +543,8 @@ class Matcher:
     def _match(self, line: str, *, first_only: bool) -> list[Finding]:
         if len(line) <= self._max:
             return self._match_window(line, 0, first_only=first_only)
+        if "\r" in line:
+            return self._match_redraws(line, first_only=first_only)
         # A long line is scanned at both ends: its head and its last max_line_chars.
         head = self._match_window(line[: self._max], 0, first_only=first_only)
         offset = len(line) - self._max
@@ -553,6 +555,37 @@ class Matcher:
         found = head + [f for f in tail if f.signature_id not in seen]
         found.sort(key=_specificity)
         return found[:1] if first_only else found
+
+    def _match_redraws(self, line: str, *, first_only: bool) -> list[Finding]:
+        """A long line of ``\r`` redraws (a progress bar written to a file): every redraw is
+        matched on its own (each at both ends when it is long itself)."""
+        found: list[Finding] = []
+        seen: set[str] = set()
+        start = 0
+        while start <= len(line):
+            end = line.find("\r", start)
+            if end < 0:
+                end = len(line)
+            if end > start:
+                segment = line[start:end]
+                if len(segment) <= self._max:
+                    hits = self._match_window(segment, start, first_only=first_only)
+                else:
+                    hits = [_shifted(f, start) for f in self._match(segment, first_only=first_only)]
+                for f in hits:
+                    if f.signature_id not in seen or first_only:
+                        seen.add(f.signature_id)
+                        found.append(f)
+            start = end + 1
+        # The most specific; of equals the last redraw (what the program said last).
+        found.reverse()
+        found.sort(key=_specificity)
+        if first_only:
+            return found[:1]
+        unique: dict[str, Finding] = {}
+        for f in found:
+            unique.setdefault(f.signature_id, f)
+        return list(unique.values())
 
     def _match_window(self, text: str, offset: int, *, first_only: bool) -> list[Finding]:
         prepared = self._prepare(text)
@@ -797,7 +830,8 @@ _PREFIX_RE: Final = re.compile(
     r"|\d{1,5}: "
 )
 _MAX_PREFIXES: Final[int] = 8
-_TRACEBACK_RE: Final = re.compile(r"(?:^|: )Traceback \(most recent call last\):?\s*$")
+# Anywhere in the line: a progress bar redrawn with \r leaves the header glued to its last redraw.
+_TRACEBACK_RE: Final = re.compile(r"Traceback \(most recent call last\):?\s*$")
 # faulthandler's stacks and c10's "Exception raised from ... (most recent call first):"
 _STACK_RE: Final = re.compile(r"\(most recent call first\):?\s*$")
 _CHAINED_RE: Final = re.compile(
@@ -895,6 +929,10 @@ class MatchStream:
             else:
                 return self._exception(line, body, start, tag, tb)
         finding = self._matcher.match_line(line)
+        if "\r" in stripped:
+            # After redraws (a progress bar) the header is in the last one, at the bar's indent.
+            stripped = stripped[stripped.rfind("\r") + 1 :].strip()
+            indent = 0
         if _TRACEBACK_RE.search(stripped) is not None:
             self._open[tag] = _Traceback(indent=indent, cause=cause)
         elif _STACK_RE.search(stripped) is not None:

@@ -206,14 +206,22 @@ def test_take_lines_keeps_partial_lines_and_exact_offsets() -> None:
     assert fs.expected == 100 + 14
 
 
-def test_take_lines_caps_an_overlong_line_but_counts_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_take_lines_keeps_an_overlong_lines_head_and_tail_and_counts_its_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr("console.follow.streams.MAX_LINE_BYTES", 8)
     fs = _StreamState()
     take_lines("d", "f", fs, b"0123456789")
     take_lines("d", "f", fs, b"abcdef")
+    assert fs.expected == 16
     event = take_lines("d", "f", fs, b"xyz\nnext\n")
-    assert event is not None and event.lines == ["01234567", "next"]
+    # Its end (where a process writes what killed it) reaches triage, not only its start.
+    assert event is not None and event.lines == ["0123 … [+11 bytes] … fxyz", "next"]
     assert event.end_offset == 10 + 6 + 9 and fs.lines == 2 and fs.expected == event.end_offset
+    # A whole overlong line inside one block, and an overlong rest carried over.
+    event = take_lines("d", "f", fs, b"ABCDEFGHIJKLMNOP\nshort\n0123456789abc")
+    assert event is not None and event.lines == ["ABCD … [+8 chars] … MNOP", "short"]
+    assert fs.expected == event.end_offset + 13 and event.partial == "0123 … [+5 bytes] … 9abc"
 
 
 # --------------------------------------------------------------------------- following
@@ -451,7 +459,7 @@ async def test_hostile_content_arrives_intact_and_cleans_to_inert_text(tmp_path:
     assert [n for n, _ in streamed] == [5, 6, 7, 8, 9, 10]
     assert [text for _, text in streamed[1:4]] == [line.decode("utf-8", "replace") for line in HOSTILE]
     huge_line = streamed[4][1]
-    assert huge_line.startswith("ERROR AAA") and len(huge_line) <= 1 << 20
+    assert huge_line.startswith("ERROR AAA") and huge_line.endswith("AAA") and len(huge_line) <= (1 << 20) + 64
     assert streamed[5] == (10, "after")
     assert follower.offsets(str(directory))[name] == 2 * len(content)
     cleaned = [clean_line(text) for _, text in streamed]
@@ -741,3 +749,74 @@ def test_the_matchers_prefilter_is_the_agents() -> None:
     line = "2024-01-01 12:00:00 RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert matcher.match_line(line) is not None
     assert any(g.search(line.lower().encode()) for g in agent.keyword_gates(list(matcher.keywords)))
+
+
+# --------------------------------------------------------------------------- long lines, live
+
+
+def _triage(collector: Collector, name: str) -> list[tuple[int, str]]:
+    """Feed what the follower delivered to a triage as the monitor does: (line, signature) found."""
+    from console.triage import Triage
+
+    triage = Triage()
+    for event in collector.events:
+        if isinstance(event, LinesEvent) and event.file == name:
+            triage.feed(name, event.lines, first_line_no=event.first_line_no)
+        elif isinstance(event, CandidatesEvent) and event.file == name:
+            for candidate in event.candidates:
+                triage.feed(name, [candidate.text], first_line_no=candidate.line_no)
+    return sorted({(o.line_no, o.id) for o in triage.findings})
+
+
+OOM = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+ZMQ = b"zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.1:5557')"
+
+
+def _bar(count: int) -> bytes:
+    return b"".join(b"Capturing batches (bs=%d): %d%%|####      | %d/512 [00:%02d<00:10]\r" % (i, i % 100, i, i % 60)
+                    for i in range(count))  # fmt: skip
+
+
+async def test_a_failure_at_the_end_of_a_long_line_is_found_in_a_triaged_backlog(tmp_path: Path) -> None:
+    directory = job_dir(tmp_path)
+    log = directory / "logs" / "node7_decode_w0.out"
+    filler = b'{"event": "metrics", "values": [' + b"0.5, " * 40_000 + b"1]} "  # 200 kB, no keyword
+    lines = [
+        b"ordinary start",
+        filler + OOM,  # the end of a long line
+        _bar(2_000) + ZMQ + b"\r" + _bar(2_000),  # a redraw in the middle of a progress bar
+        b"x" * (9 << 20) + b" " + OOM,  # longer than the agent's scan chunk
+        b"the end",
+    ]
+    log.write_bytes(b"\n".join(lines) + b"\n" + b"padding line\n" * 400_000)  # > BIG_BYTES: triaged
+    name = "logs/node7_decode_w0.out"
+    total = log.read_bytes().count(b"\n")
+    async with Follower(LocalTransport(), keywords=list(default_matcher().keywords)) as follower:
+        collector = Collector(follower)
+        await follower.watch(str(directory))
+        await collector.until(lambda: bool(collector.lines(name)) and collector.lines(name)[-1][0] == total,
+                              "the backlog triaged and its tail streamed", timeout=60)  # fmt: skip
+        candidates = [c for e in collector.of(CandidatesEvent) for c in e.candidates]
+        await collector.stop()
+    assert {c.line_no for c in candidates} == {2, 3, 4}
+    assert all(len(c.text.encode()) <= agent_module.CANDIDATE_BYTES for c in candidates)
+    assert _triage(collector, name) == [(2, "gpu-oom"), (3, "zmq-bind-in-use"), (4, "gpu-oom")]
+
+
+async def test_a_failure_at_the_end_of_a_long_line_is_found_live(tmp_path: Path) -> None:
+    directory = job_dir(tmp_path)
+    log = directory / "logs" / "node8_prefill_w0.out"
+    log.write_bytes(b"started\n")
+    name = "logs/node8_prefill_w0.out"
+    async with Follower(LocalTransport(), keywords=list(default_matcher().keywords)) as follower:
+        collector = Collector(follower)
+        await follower.watch(str(directory))
+        await collector.until(lambda: collector.lines(name) == [(1, "started")], "the first line")
+        # Appended live (streamed, not triaged remotely): a 10 MB line ending in an OOM, and
+        # a progress bar whose late redraw says the port is taken.
+        append(log, b"y" * (10 << 20) + b" " + OOM + b"\n")
+        append(log, _bar(30_000) + ZMQ + b"\r" + _bar(500) + b"\n")
+        await collector.until(lambda: len(collector.lines(name)) == 3, "the long lines")
+        await collector.stop()
+    assert follower.offsets(str(directory))[name] == log.stat().st_size
+    assert _triage(collector, name) == [(2, "gpu-oom"), (3, "zmq-bind-in-use")]
