@@ -237,3 +237,29 @@ def test_a_failure_that_recurs_across_attempts_is_deterministic(engine: Engine) 
         await session.close()
 
     asyncio.run(scenario())
+
+
+def test_a_healthy_attempt_becomes_the_baseline_of_the_arms_next_one(engine: Engine) -> None:
+    """The monitor keeps a healthy attempt's error-level line templates; the arm's next attempt
+    is compared with them (its error lines outside them are novel)."""
+    session = Session.of(engine, settle_s=5.0)
+
+    def diagnosed(attempt_id: int) -> bool:
+        view = session.views.get(attempt_id)
+        return not engine.store.attempt(attempt_id).live and view is not None and view.diagnosis is not None
+
+    async def scenario() -> None:
+        sweep = await engine.launch([str(DEMO / "quick.yaml")], "local")
+        (arm,) = engine.store.arms(sweep)
+        (first,) = engine.store.attempts(arm.id)
+        await session.track(0.2, until=lambda: diagnosed(first.id) and session.views[first.id].templates_saved >= 0)
+        assert session.views[first.id].diagnosis.verdict == "healthy"  # type: ignore[union-attr]
+        second = await session.rerun(await session.plan_rerun(arm.id, missing_only=False))
+        assert engine.store.baseline_templates(second.id) == session.views[first.id].triage.templates
+        await session.track(0.2, until=lambda: second.id in session.views)
+        assert session.views[second.id].triage.baseline == session.views[first.id].triage.templates
+        await engine.cancel([engine.store.attempt(second.id)])
+        await engine.wait([second.id], 0.2)
+        await session.close()
+
+    asyncio.run(scenario())
