@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import random
@@ -53,10 +54,12 @@ def cluster_env() -> dict[str, str]:
 
 def ssh_spec(env: dict[str, str]) -> dict[str, Any]:
     return {
-        "host": env["SRT_CLUSTER_SSH_HOST"], "port": int(env["SRT_CLUSTER_SSH_PORT"]),
-        "user": env["SRT_CLUSTER_SSH_USER"], "identity_file": env["SRT_CLUSTER_SSH_IDENTITY"],
+        "host": env["SRT_CLUSTER_SSH_HOST"],
+        "port": int(env["SRT_CLUSTER_SSH_PORT"]),
+        "user": env["SRT_CLUSTER_SSH_USER"],
+        "identity_file": env["SRT_CLUSTER_SSH_IDENTITY"],
         "known_hosts": env["SRT_CLUSTER_SSH_KNOWN_HOSTS"],
-    }  # fmt: skip
+    }
 
 
 # --------------------------------------------------------------------------- stream kills
@@ -83,10 +86,14 @@ async def stream_kills(kills: int, transport_kind: str) -> dict[str, Any]:
     stop = asyncio.Event()
     # The writer runs next to the log (on the cluster for ssh): one numbered line per ~1 ms.
     writer = await transport.start(
-        ["python3", "-c", "import sys,time\nf=open(sys.argv[1],'a')\ni=0\nwhile True:\n"
-         " f.write('seq %09d\\n' % i); f.flush(); i+=1\n if i % 20 == 0: time.sleep(0.01)\n",
-         f"{directory}/{log_rel}"]
-    )  # fmt: skip
+        [
+            "python3",
+            "-c",
+            "import sys,time\nf=open(sys.argv[1],'a')\ni=0\nwhile True:\n"
+            " f.write('seq %09d\\n' % i); f.flush(); i+=1\n if i % 20 == 0: time.sleep(0.01)\n",
+            f"{directory}/{log_rel}",
+        ]
+    )
     async with Follower(transport, backoff_initial=0.05, backoff_max=0.5) as follower:
 
         async def consume() -> None:
@@ -126,12 +133,17 @@ async def stream_kills(kills: int, transport_kind: str) -> dict[str, Any]:
     await transport.close()
     expected = final + 1
     unique = set(seen)
-    out_of_order = sum(1 for a, b in zip(seen, seen[1:], strict=False) if b <= a)
+    out_of_order = sum(1 for a, b in itertools.pairwise(seen) if b <= a)
     return {
-        "transport": transport_kind, "kills": kills, "restarts": restarts, "lines_written": expected,
-        "lines_delivered": len(seen), "lost": expected - len(unique & set(range(expected))),
-        "duplicated": len(seen) - len(unique), "out_of_order": out_of_order,
-    }  # fmt: skip
+        "transport": transport_kind,
+        "kills": kills,
+        "restarts": restarts,
+        "lines_written": expected,
+        "lines_delivered": len(seen),
+        "lost": expected - len(unique & set(range(expected))),
+        "duplicated": len(seen) - len(unique),
+        "out_of_order": out_of_order,
+    }
 
 
 # --------------------------------------------------------------------------- launch kills
@@ -151,38 +163,63 @@ def launch_kills(launches: int, transport_kind: str) -> dict[str, Any]:
     if transport_kind == "ssh":
         env = cluster_env()
         cluster = "bench"
-        profile = {"ssh": ssh_spec(env), "launcher": "demo", "python": "/usr/bin/python3",
-                   "partition": env["SRT_CLUSTER_PARTITION"], "workdir": f"{env['SRT_CLUSTER_WORKDIR']}/bench-faults"}
-        config.write_text(json.dumps({"default_cluster": "bench", "clusters": {"bench": profile}}))  # fmt: skip
+        profile = {
+            "ssh": ssh_spec(env),
+            "launcher": "demo",
+            "python": "/usr/bin/python3",
+            "partition": env["SRT_CLUSTER_PARTITION"],
+            "workdir": f"{env['SRT_CLUSTER_WORKDIR']}/bench-faults",
+        }
+        config.write_text(json.dumps({"default_cluster": "bench", "clusters": {"bench": profile}}))
     else:
         config.write_text("{}\n")
     env_vars = {**os.environ, "SRT_CONSOLE_DATA": str(tmp / "data"), "SRT_CONSOLE_CONFIG": str(config)}
     rounds: list[dict[str, Any]] = []
     for _ in range(launches):
-        proc = subprocess.Popen([sys.executable, "-m", "console", "launch", str(folder), "--yes",
-                                 "--cluster", cluster], cwd=ROOT, env=env_vars,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "console", "launch", str(folder), "--yes", "--cluster", cluster],
+            cwd=ROOT,
+            env=env_vars,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(random.uniform(0.2, 3.0 if transport_kind == "local" else 8.0))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         # The next command reconciles; then the cluster's jobs are compared with the store.
-        subprocess.run([sys.executable, "-m", "console", "status", "--json"], cwd=ROOT, env=env_vars,
-                       capture_output=True, timeout=300)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "console", "status", "--json"],
+            cwd=ROOT,
+            env=env_vars,
+            capture_output=True,
+            timeout=300,
+        )
         store = Store(tmp / "data" / "console.sqlite3")
         attempts = store.attempts()
         on_cluster = _cluster_jobs(tmp / "data", transport_kind, env_vars)
         known = {a.job_id for a in attempts if a.job_id}
-        rounds.append({"jobs": len(on_cluster), "unknown_jobs": len(on_cluster - known),
-                       "stuck_submitting": sum(1 for a in attempts if a.state == SUBMITTING)})  # fmt: skip
+        rounds.append(
+            {
+                "jobs": len(on_cluster),
+                "unknown_jobs": len(on_cluster - known),
+                "stuck_submitting": sum(1 for a in attempts if a.state == SUBMITTING),
+            }
+        )
         store.close()
-        subprocess.run([sys.executable, "-m", "console", "cancel", f"s{len(store_sweeps(tmp))}", "--yes"], cwd=ROOT,
-                       env=env_vars, capture_output=True, timeout=300)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "console", "cancel", f"s{len(store_sweeps(tmp))}", "--yes"],
+            cwd=ROOT,
+            env=env_vars,
+            capture_output=True,
+            timeout=300,
+        )
     return {
-        "transport": transport_kind, "launches_killed": launches,
+        "transport": transport_kind,
+        "launches_killed": launches,
         "jobs_on_cluster": sum(r["jobs"] for r in rounds[-1:]),
         "jobs_unknown_to_the_store": sum(r["unknown_jobs"] for r in rounds),
         "attempts_left_submitting": sum(r["stuck_submitting"] for r in rounds),
-    }  # fmt: skip
+    }
 
 
 def store_sweeps(tmp: Path) -> list[Any]:
@@ -203,11 +240,22 @@ def _cluster_jobs(data: Path, transport_kind: str, env_vars: dict[str, str]) -> 
     env = cluster_env()
     spec = ssh_spec(env)
     done = subprocess.run(
-        ["ssh", "-p", str(spec["port"]), "-i", spec["identity_file"], "-o", f"UserKnownHostsFile={spec['known_hosts']}",
-         f"{spec['user']}@{spec['host']}", "squeue --me --noheader --states=all --format='%i|%k'; "
-         "sacct -X -P --noheader --starttime=now-1days -o JobIDRaw,Comment"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            "ssh",
+            "-p",
+            str(spec["port"]),
+            "-i",
+            spec["identity_file"],
+            "-o",
+            f"UserKnownHostsFile={spec['known_hosts']}",
+            f"{spec['user']}@{spec['host']}",
+            "squeue --me --noheader --states=all --format='%i|%k'; "
+            "sacct -X -P --noheader --starttime=now-1days -o JobIDRaw,Comment",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return {line.split("|")[0] for line in done.stdout.splitlines() if "srt-console:" in line}
 
 
@@ -223,8 +271,23 @@ def fuzz(seconds: float) -> dict[str, Any]:
     from console.results.scan import scan_result
     from console.sanitize import clean_line, decode_line
 
-    escapes = st.sampled_from(["\x1b]52;c;AAAA\x07", "\x1b]0;t\x07", "\x1b[2J", "\u202e", "\x9b31m", "\x1bP1$r",
-                               "\r", "\x00", "\t", "\u2028", "\x1b", "\x9d", "[bold]x[/]"])  # fmt: skip
+    escapes = st.sampled_from(
+        [
+            "\x1b]52;c;AAAA\x07",
+            "\x1b]0;t\x07",
+            "\x1b[2J",
+            "\u202e",
+            "\x9b31m",
+            "\x1bP1$r",
+            "\r",
+            "\x00",
+            "\t",
+            "\u2028",
+            "\x1b",
+            "\x9d",
+            "[bold]x[/]",
+        ]
+    )
     noisy_text = st.lists(st.one_of(st.text(max_size=40), escapes), max_size=30).map("".join)
     yaml_lines = QUICK.splitlines()
 
@@ -233,15 +296,44 @@ def fuzz(seconds: float) -> dict[str, Any]:
         lines = list(yaml_lines)
         for _ in range(draw(st.integers(0, 8))):
             i = draw(st.integers(0, len(lines)))
-            lines.insert(i, draw(st.one_of(noisy_text, st.sampled_from(["- x", "a: [", "<<: *x", "&a b: 1", "? x",
-                                                                        "name: !!python/object x", ": :", "sweep:",
-                                                                        "override_x:", "zip_override_g:"]))))  # fmt: skip
+            lines.insert(
+                i,
+                draw(
+                    st.one_of(
+                        noisy_text,
+                        st.sampled_from(
+                            [
+                                "- x",
+                                "a: [",
+                                "<<: *x",
+                                "&a b: 1",
+                                "? x",
+                                "name: !!python/object x",
+                                ": :",
+                                "sweep:",
+                                "override_x:",
+                                "zip_override_g:",
+                            ]
+                        ),
+                    )
+                ),
+            )
         if draw(st.booleans()) and lines:
             del lines[draw(st.integers(0, len(lines) - 1))]
         return "\n".join(lines)
 
-    good = json.dumps({"completed": 10, "num_prompts": 10, "total_output_tokens": 5, "output_throughput": 1.5,
-                       "total_token_throughput": 2.0, "mean_ttft_ms": 1, "input_lens": [1, 2], "errors": [""]})  # fmt: skip
+    good = json.dumps(
+        {
+            "completed": 10,
+            "num_prompts": 10,
+            "total_output_tokens": 5,
+            "output_throughput": 1.5,
+            "total_token_throughput": 2.0,
+            "mean_ttft_ms": 1,
+            "input_lens": [1, 2],
+            "errors": [""],
+        }
+    )
 
     @st.composite
     def results(draw: Any) -> tuple[bytes, bytes, int, bool]:
@@ -249,25 +341,62 @@ def fuzz(seconds: float) -> dict[str, Any]:
         data = bytearray(base)
         for _ in range(draw(st.integers(0, 6))):
             pos = draw(st.integers(0, len(data)))
-            data[pos:pos] = draw(st.sampled_from([b"1" + b"0" * 400, b"NaN", b"-Infinity", b"\x00", b"{", b"}", b'"',
-                                                  b"\\", b"[[[[", b"1e999", b"\xff\xfe", b',"errors":[', b"9" * 5000]))  # fmt: skip
+            data[pos:pos] = draw(
+                st.sampled_from(
+                    [
+                        b"1" + b"0" * 400,
+                        b"NaN",
+                        b"-Infinity",
+                        b"\x00",
+                        b"{",
+                        b"}",
+                        b'"',
+                        b"\\",
+                        b"[[[[",
+                        b"1e999",
+                        b"\xff\xfe",
+                        b',"errors":[',
+                        b"9" * 5000,
+                    ]
+                )
+            )
         cut = draw(st.integers(0, len(data)))
         whole = draw(st.booleans())
         head, tail = (bytes(data), b"") if whole else (bytes(data[:cut]), bytes(data[cut:]))
         return head, tail, len(data), whole
 
-    frames = st.lists(st.one_of(st.binary(max_size=64), st.sampled_from([b'{"t":"hb"}\n', b'{"t":"data","len":3}\nabc\n',
-                                                                         b'{"len":-1}\n', b'{"len":"x"}\n', b"[1]\n",
-                                                                         b'{"t":"data","len":99999999999}\n', b"\n"])),
-                      max_size=20)  # fmt: skip
+    frames = st.lists(
+        st.one_of(
+            st.binary(max_size=64),
+            st.sampled_from(
+                [
+                    b'{"t":"hb"}\n',
+                    b'{"t":"data","len":3}\nabc\n',
+                    b'{"len":-1}\n',
+                    b'{"len":"x"}\n',
+                    b"[1]\n",
+                    b'{"t":"data","len":99999999999}\n',
+                    b"\n",
+                ]
+            ),
+        ),
+        max_size=20,
+    )
 
     inert = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
-    def run(name: str, strategy: Any, check: Callable[[Any], str | None], allowed: tuple[type[BaseException], ...] = ()) -> dict[str, Any]:
+    def run(
+        name: str, strategy: Any, check: Callable[[Any], str | None], allowed: tuple[type[BaseException], ...] = ()
+    ) -> dict[str, Any]:
         stats: dict[str, Any] = {"inputs": 0, "tracebacks": 0, "bad_outputs": 0, "first": []}
 
-        @settings(max_examples=200, deadline=None, database=None, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @settings(
+            max_examples=200,
+            deadline=None,
+            database=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(strategy)
         def one(value: Any) -> None:
             stats["inputs"] += 1
@@ -343,20 +472,26 @@ def main() -> int:
     if "stream" in parts:
         report["stream"] = asyncio.run(stream_kills(args.kills, args.transport))
         s = report["stream"]
-        print(f"[figure] stream ({s['transport']}): {s['kills']} kills, {s['restarts']} restarts, "
-              f"{s['lines_written']} lines: lost {s['lost']}, duplicated {s['duplicated']}, "
-              f"out of order {s['out_of_order']}")  # fmt: skip
+        print(
+            f"[figure] stream ({s['transport']}): {s['kills']} kills, {s['restarts']} restarts, "
+            f"{s['lines_written']} lines: lost {s['lost']}, duplicated {s['duplicated']}, "
+            f"out of order {s['out_of_order']}"
+        )
     if "launch" in parts:
         report["launch"] = launch_kills(args.launches, args.transport)
         s = report["launch"]
-        print(f"[figure] launch kills ({s['transport']}): {s['launches_killed']} consoles SIGKILLed: "
-              f"jobs unknown to the store {s['jobs_unknown_to_the_store']}, "
-              f"attempts left SUBMITTING {s['attempts_left_submitting']}")  # fmt: skip
+        print(
+            f"[figure] launch kills ({s['transport']}): {s['launches_killed']} consoles SIGKILLed: "
+            f"jobs unknown to the store {s['jobs_unknown_to_the_store']}, "
+            f"attempts left SUBMITTING {s['attempts_left_submitting']}"
+        )
     if "fuzz" in parts:
         report["fuzz"] = fuzz(args.fuzz_seconds)
         for t in report["fuzz"]["targets"]:
-            print(f"[figure] fuzz {t['target']}: {t['inputs']} inputs in {t['seconds']:g} s, "
-                  f"tracebacks {t['tracebacks']}, bad outputs {t['bad_outputs']}")
+            print(
+                f"[figure] fuzz {t['target']}: {t['inputs']} inputs in {t['seconds']:g} s, "
+                f"tracebacks {t['tracebacks']}, bad outputs {t['bad_outputs']}"
+            )
             for first in t["first"]:
                 print("    " + first.replace("\n", "\n    "))
     if args.json:
