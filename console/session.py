@@ -69,7 +69,9 @@ class Session:
         profiles, problems = load_profiles(config, data_dir)
         for problem in problems:
             note(problem)
-        store = Store(data_dir / "console.sqlite3")
+        store = Store(data_dir / "console.sqlite3", on_wait=note)
+        for problem in store.notes:
+            note(problem)
         default = config.raw.get("default_cluster")
         default_cluster = default if isinstance(default, str) and default in profiles else LOCAL
         session = cls.of(Engine(store, profiles, data_dir), default_cluster)

@@ -13,6 +13,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from console.describe import shown
 from console.diagnosis import Diagnosis, FindingGroup, Observation
 from console.events import AgentChanged, AttemptChanged, LogLines, Triaged
 from console.ids import attempt_ref
@@ -58,7 +59,7 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         self.attempt_id = attempt_id
         self.attempt: AttemptRow = session.attempt(attempt_id)
         arm = session.arm(self.attempt.arm_id)
-        self.arm_name = arm.name if arm else "?"
+        self.arm_name = shown(arm.name) if arm else "?"
         demand = arm.summary.get("node_demand") if arm else None
         self.node_demand = demand if isinstance(demand, int) else None
         self.view: AttemptView | None = None

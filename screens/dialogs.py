@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Select, Static
 
 from console.clusters import Profile
-from console.describe import grid_label, topology_label
+from console.describe import arm_facts, grid_label, shown, topology_label
 from console.model import Arm
 
 
@@ -49,10 +49,10 @@ class LaunchDialog(ModalScreen[str | None]):
         nodes = sum(a.topology.node_demand for a in self.arms)
         text = Text(f"{len(self.arms)} arm(s), {nodes} node(s) in all:\n", style="bold")
         for arm in self.arms:
-            text.append(f"  {arm.name}\n")
+            text.append(f"  {shown(arm.name)}\n")
             text.append(
                 f"    {topology_label(arm.topology)} · {arm.topology.node_demand} node(s) · "
-                f"{arm.backend}/{arm.frontend} · {arm.benchmark} · points {grid_label(arm.concurrencies)}\n",
+                f"{arm_facts(arm)} · points {grid_label(arm.concurrencies)}\n",
                 style="dim",
             )
         text.rstrip()

@@ -24,6 +24,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Label, Static
 
+from console.describe import shown
 from console.engine import LaunchRefused
 from console.events import AttemptChanged, PointArrived, PointRunning
 from console.ids import arm_ref, attempt_ref, sweep_ref
@@ -144,14 +145,14 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
         with Horizontal(id="results-body"):
             with VerticalScroll(id="results-tables"):
                 for arm in self.session.arms(self.sweep_id):
-                    yield Label(Text(f"{arm_ref(arm.id)}  {arm.name}"), classes="results-arm-title")
+                    yield Label(Text(f"{arm_ref(arm.id)}  {shown(arm.name)}"), classes="results-arm-title")
                     yield DataTable(id=f"arm-{arm.id}", cursor_type="row", zebra_stripes=True, classes="results-table")
             yield PointsPlot(id="results-plot")
         yield Footer()
 
     def on_mount(self) -> None:
         sweep = self.session.sweep(self.sweep_id)
-        self.sub_title = f"results of {sweep_ref(self.sweep_id)} {sweep.name if sweep else ''}".strip()
+        self.sub_title = f"results of {sweep_ref(self.sweep_id)} {shown(sweep.name) if sweep else ''}".strip()
         for arm in self.session.arms(self.sweep_id):
             attempts = self.session.attempts(arm.id)
             self.arms[arm.id] = ArmResults(arm, attempts)

@@ -16,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from console.describe import shown
 from console.events import AgentChanged, AttemptChanged, ClusterChanged
 from console.ids import attempt_ref, sweep_ref
 from console.session import Session
@@ -109,13 +110,13 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         cells = {
             "attempt": attempt_ref(attempt.arm_id, attempt.number),
             "sweep": sweep_ref(sweep_id),
-            "arm": Text(name),
+            "arm": Text(shown(name)),
             "cluster": attempt.cluster,
             "job": attempt.job_id or "-",
             "state": self.state_text(attempt.state),
-            "reason": Text(attempt.reason or attempt.error or ""),
+            "reason": Text(shown(attempt.reason or attempt.error or "")),
             "elapsed": elapsed_text(attempt, time.time()),
-            "nodes": Text(attempt.nodelist or ""),
+            "nodes": Text(shown(attempt.nodelist or "")),
         }
         if key in table.rows:
             for column, value in cells.items():

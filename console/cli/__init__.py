@@ -13,6 +13,7 @@ from pathlib import Path
 
 from console import __version__
 from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, watch_cmd
+from console.store import StoreError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -111,6 +112,10 @@ def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
     }
     try:
         return handlers[args.command](args)
+    except StoreError as exc:
+        # A full disk, a locked or read-only store...: the cause, never a traceback.
+        print(f"srt-console: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

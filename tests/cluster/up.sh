@@ -402,6 +402,8 @@ MailProg=/bin/true
 JobCompType=jobcomp/filetxt
 JobCompLoc=$LOGDIR/jobcomp.log
 AccountingStorageType=accounting_storage/slurmdbd
+# sacct keeps job comments (the console marks its jobs there, to find them after a kill).
+AccountingStoreFlags=job_comment
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$SLURMDBD_PORT
 JobAcctGatherType=jobacct_gather/linux
