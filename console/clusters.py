@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from console.config import Config
-from console.recipes.spec import Checker, Fields, Int, MapOf, Num, Str, dotted
+from console.recipes.spec import Bool, Checker, Fields, Int, MapOf, Num, Str, dotted
 
 LOCAL = "local"
 Launcher = Literal["srtctl", "demo"]
@@ -48,7 +48,9 @@ class Profile:
     ssh: SshSettings | None  # None: commands run on this machine
     scheduler: Literal["slurm", "local"]
     workdir: str  # uploads (resolved recipes, engine, scripts); may start with ~ (the remote home)
-    outputs: str  # job output dirs are <outputs>/<job id>
+    # Job output dirs are <outputs>/<job id>. srtctl launcher: None unless configured, and srtctl
+    # then decides (srtslurm.yaml's output_dir); the dir of each job comes from srtctl's answer.
+    outputs: str | None
     results: str | None  # InferenceX fixed-seq root: <results>/<job id>/fixed-seq/
     srt_slurm: str | None = None
     partition: str | None = None
@@ -58,6 +60,7 @@ class Profile:
     max_channels: int = 8  # under OpenSSH's MaxSessions (10)
     srtctl: str = "srtctl"  # how to run srtctl in the checkout, e.g. "uv run srtctl"
     demo_speed: float | None = None  # the demo engine's durations divided by this
+    preflight: bool = True  # srtctl launcher: false passes --no-preflight (model paths only on compute nodes)
 
     @property
     def where(self) -> str:
@@ -80,6 +83,7 @@ PROFILE_SPEC = Fields(
         "max_channels": Int(1),
         "srtctl": Str(),
         "demo_speed": Num(0.01),
+        "preflight": Bool(),
     }
 )
 SSH_SPEC = Fields(
@@ -162,8 +166,9 @@ def _profile(name: str, raw: dict[str, Any], data_dir: Path) -> tuple[Profile | 
         problems.append(("scheduler", "srtctl submits with sbatch: use scheduler: slurm"))
     default_workdir = "~/srt-console" if ssh else str(data_dir / name)
     workdir = str(raw.get("workdir") or default_workdir)
+    outputs: str | None
     if launcher == "srtctl":
-        outputs = str(raw.get("outputs") or f"{raw['srt_slurm'].rstrip('/')}/outputs")
+        outputs = str(raw["outputs"]) if raw.get("outputs") else None
     else:
         outputs = str(raw.get("outputs") or f"{workdir.rstrip('/')}/outputs")
     results = raw.get("results") or (None if launcher == "srtctl" else f"{workdir.rstrip('/')}/results")
@@ -186,6 +191,7 @@ def _profile(name: str, raw: dict[str, Any], data_dir: Path) -> tuple[Profile | 
             max_channels=int(raw.get("max_channels") or 8),
             srtctl=raw.get("srtctl") or "srtctl",
             demo_speed=float(raw["demo_speed"]) if raw.get("demo_speed") else None,
+            preflight=raw.get("preflight") is not False,
         ),
         [],
     )

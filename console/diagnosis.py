@@ -16,7 +16,13 @@ before it) says. :func:`diagnose` turns a collection of them into a :class:`Diag
 - the verdict: ``healthy`` (nothing fatal, no error), ``degraded`` (errors, nothing fatal),
   ``doomed`` (a fatal startup finding - or any fatal finding while the servers are still
   starting - while the scheduler still runs the job), ``failed`` (fatal, and the job ended
-  or is ending).
+  or is ending), ``cancelled`` (the operator cancelled it: not a failure, whatever the logs
+  say after that).
+
+When the orchestrator says the benchmark completed successfully, its word is the verdict's
+ceiling (``degraded`` at worst), and what is logged after its ``Cleanup`` line (workers losing
+etcd as it stops, steps cancelled, srun's "Killed") is the teardown, shown apart and never a
+cause.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ __all__ = [
     "group_findings",
 ]
 
-VERDICTS: Final[tuple[str, ...]] = ("healthy", "degraded", "failed", "doomed")
+VERDICTS: Final[tuple[str, ...]] = ("healthy", "degraded", "failed", "doomed", "cancelled")
 LIVE_STATES: Final = frozenset({"PENDING", "RUNNING", "CONFIGURING", "REQUEUED", "SUSPENDED"})
 _CATEGORY_RANK: Final = {"startup": 0, "infra": 1, "runtime": 2, "scheduler": 3}
 _SEVERITY_RANK: Final = {"fatal": 0, "error": 1, "warning": 2}
@@ -144,6 +150,7 @@ class Diagnosis:
     job_id: str | None = None
     nodes: int | None = None
     state: str | None = None
+    teardown: tuple[FindingGroup, ...] = ()  # logged after a successful run's cleanup began
 
     def to_json(self) -> dict[str, Any]:
         root: dict[str, Any] | None = None
@@ -163,6 +170,7 @@ class Diagnosis:
             "job_id": self.job_id,
             "nodes": self.nodes,
             "state": self.state,
+            "teardown": [g.to_json() for g in self.teardown],
         }
 
 
@@ -179,6 +187,9 @@ def diagnose(
     ending: bool = False,
     starting: bool = False,
     matcher: Matcher | None = None,
+    succeeded: bool = False,
+    teardown: Callable[[Observation], bool] | None = None,
+    cancelled: bool = False,
 ) -> Diagnosis:
     """Diagnose one attempt from its located findings.
 
@@ -187,7 +198,9 @@ def diagnose(
     "deterministic"; by default the workers named by the findings); ``ending`` says the
     orchestrator already ended the attempt (its log reached cleanup or the end), which
     rules out "doomed"; ``starting`` says the servers never became healthy (the orchestrator
-    is still waiting for them), so every fatal finding so far is a startup failure.
+    is still waiting for them), so every fatal finding so far is a startup failure;
+    ``succeeded`` says the orchestrator reported success, and ``teardown`` tells which findings
+    came after its cleanup began; ``cancelled`` says the operator cancelled the attempt.
     """
     groups = group_findings(observations)
     return diagnose_groups(
@@ -199,6 +212,9 @@ def diagnose(
         ending=ending,
         starting=starting,
         matcher=matcher,
+        succeeded=succeeded,
+        teardown=teardown,
+        cancelled=cancelled,
     )
 
 
@@ -227,11 +243,18 @@ def diagnose_groups(
     ending: bool = False,
     starting: bool = False,
     matcher: Matcher | None = None,
+    succeeded: bool = False,
+    teardown: Callable[[Observation], bool] | None = None,
+    cancelled: bool = False,
 ) -> Diagnosis:
     """:func:`diagnose` for findings already grouped (a live follower keeps groups, not lines)."""
     ordered = list(groups)
     clock = _clock([g.first for g in ordered])
     ordered.sort(key=lambda g: (clock(g.first), g.first.order, g.first.file, g.first.line_no))
+    torn: tuple[FindingGroup, ...] = ()
+    if succeeded and teardown is not None:
+        torn = tuple(g for g in ordered if teardown(g.first))
+        ordered = [g for g in ordered if g not in torn]
     state_name = _state_name(state)
     counts: dict[str, int] = {}
     for g in ordered:
@@ -256,13 +279,19 @@ def diagnose_groups(
         det_roles, deterministic = _determinism(set(root_workers), roles)
         consequences = tuple(g for g in ordered if g.id != root_id and g.first.severity in ("fatal", "error"))
         try:
-            hint = (matcher or default_matcher()).signature(root_id).hint
+            signature = (matcher or default_matcher()).signature(root_id)
         except KeyError:
             hint = None
+        else:
+            hint = signature.hint
+            # The cluster's setup or the recipe itself: every rerun fails the same way.
+            deterministic = deterministic or signature.deterministic
 
     live = state_name in LIVE_STATES
-    if not has_fatal:
-        verdict = "degraded" if has_error else "healthy"
+    if cancelled:
+        verdict = "cancelled"
+    elif not has_fatal or succeeded:
+        verdict = "degraded" if has_fatal or has_error else "healthy"
     elif live and not ending and any(_startup_fatal(g, starting) for g in ordered):
         verdict = "doomed"
     else:
@@ -284,6 +313,7 @@ def diagnose_groups(
         job_id=job_id,
         nodes=nodes,
         state=state_name,
+        teardown=torn,
     )
 
 
@@ -358,6 +388,11 @@ def _advice(
     job_id: str | None,
     nodes: int | None,
 ) -> str:
+    if verdict == "cancelled":
+        if root is None or root.first.wrapper:
+            return "cancelled by you: nothing to diagnose"
+        det = "; it hit every worker of its role, so a plain rerun will fail the same way" if deterministic else ""
+        return f"cancelled by you after {root.id} ({root.first.finding.title}) was found{det}"
     if verdict == "healthy":
         return "no failure found: nothing to do"
     if root is None:
@@ -371,7 +406,9 @@ def _advice(
         freed = f"its {nodes} node(s)" if nodes else "its node(s)"
         parts.append(f"cancel {job} to free {freed}: it cannot recover")
     if verdict in ("doomed", "failed"):
-        if deterministic:
+        if deterministic and not root_workers:
+            parts.append(f"a plain rerun will fail the same way: {cause} is the cluster's setup or the recipe")
+        elif deterministic:
             parts.append(f"a plain rerun will fail the same way; fix {cause} first (pin a fixed build)")
         elif root.first.wrapper:
             parts.append(f"only a consequence was found ({cause}): read the worker logs for the cause, then rerun")

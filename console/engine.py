@@ -303,12 +303,64 @@ class Engine:
         return [self.store.attempt(i) for i in sorted(ids)]
 
     async def cancel(self, attempts: Sequence[AttemptRow]) -> None:
+        """Cancel the live ones; recorded first as the operator's request, so the end is "by you"."""
         by_cluster: dict[str, list[str]] = {}
-        for attempt in attempts:
-            if attempt.live and attempt.job_id:
-                by_cluster.setdefault(attempt.cluster, []).append(attempt.job_id)
+        live = [a for a in attempts if a.live and a.job_id]
+        self.store.mark_cancel_requested([a.id for a in live])
+        for attempt in live:
+            by_cluster.setdefault(attempt.cluster, []).append(attempt.job_id or "")
         for cluster, job_ids in by_cluster.items():
             await self.runtime(cluster).scheduler.cancel(job_ids)
+
+    async def adopt(self, cluster: str, job_id: str) -> AttemptRow:
+        """Track (and follow the logs of) a job the console did not launch, as a sweep of its own.
+
+        Its output dir is the batch output's job dir (srtctl's `<outputs>/<id>/logs/sweep_<id>.log`),
+        its config the job dir's config.yaml when it loads as a recipe.
+        """
+        rt = self.runtime(cluster)
+        try:
+            info = await rt.scheduler.describe(job_id)
+        except (SchedulerError, TransportError) as exc:
+            raise LaunchRefused(f"cannot ask {cluster} about job {job_id}: {exc}") from None
+        if info is None:
+            raise LaunchRefused(f"job {job_id} is not known to the scheduler of {cluster}")
+        for known in self.store.attempts():
+            if known.cluster == cluster and known.job_id == job_id:
+                return known
+        output_dir = _job_dir(info.stdout, job_id) or info.workdir or ""
+        config_yaml = ""
+        if output_dir:
+            try:
+                config_yaml = (await rt.transport.read_file(f"{output_dir}/config.yaml", length=1 << 20)).decode(
+                    "utf-8", "replace"
+                )
+            except (TransportError, CommandFailed, OSError):
+                config_yaml = ""
+        name = info.name or f"job-{job_id}"
+        arm: Arm | None = None
+        if config_yaml:
+            recipe = load_recipe(f"{output_dir}/config.yaml", text=config_yaml)
+            arm = recipe.arms[0] if len(recipe.arms) == 1 else None
+        sweep_id = self.store.add_sweep(f"adopted job {job_id}", cluster, [f"job:{job_id}"])
+        arm_id = self.store.add_arm(sweep_id, name, f"job:{job_id}", None, None, config_yaml,
+                                    arm.summary() if arm else {})  # fmt: skip
+        attempt = self.store.add_attempt(arm_id, cluster, "adopted", config_yaml, arm.concurrencies if arm else [])
+        self.store.mark_submitted(attempt.id, job_id, output_dir, None)
+        row = self.store.attempt(attempt.id)
+        self._emit(AttemptChanged(row))
+        return row
+
+
+def _job_dir(stdout: str | None, job_id: str) -> str | None:
+    """The job dir of a batch output path: `<dir>/logs/sweep_<id>.log` (srtctl, the demo engine)."""
+    if not stdout:
+        return None
+    path = stdout.replace("%j", job_id)
+    parent = path.rsplit("/", 1)[0] if "/" in path else ""
+    if parent.endswith("/logs"):
+        return parent[: -len("/logs")]
+    return parent or None
 
 
 def _sweep_name(targets: Sequence[str]) -> str:

@@ -238,7 +238,7 @@ class Monitor:
         return dict(self._statuses)
 
     def _publish_diagnosis(self, view: AttemptView, new: list[Observation], force: bool = False) -> None:
-        diagnosis = view.triage.diagnose(view.attempt.state)
+        diagnosis = view.triage.diagnose(view.attempt.state, cancelled=view.attempt.cancelled_by_operator)
         if force and view.diagnosis == diagnosis and not new:
             return
         view.diagnosis = diagnosis

@@ -82,6 +82,18 @@ class Submission:
     hold: bool = False
 
 
+@dataclass(frozen=True)
+class JobInfo:
+    """What the scheduler knows of a job the console may not have launched (to adopt it)."""
+
+    job_id: str
+    name: str
+    state: JobState
+    stdout: str | None  # the batch script's output file
+    workdir: str | None
+    nodes: int | None
+
+
 class Scheduler(Protocol):
     """Slurm (console.slurm) or the local scheduler (console.demo.localsched)."""
 
@@ -98,6 +110,9 @@ class Scheduler(Protocol):
 
     async def release(self, job_id: str) -> None:
         """Let a job submitted with `hold` run."""
+
+    async def describe(self, job_id: str) -> JobInfo | None:
+        """Name, state and output file of any job the scheduler still knows; None when it does not."""
 
 
 class SchedulerError(Exception):

@@ -6,22 +6,33 @@ The catalog is data: ``assets/signatures.yaml`` (see the comment at its top for 
     matcher = default_matcher()
     finding = matcher.match_line(line)      # the most specific finding, or None
     findings = matcher.match_all(line)      # every matching signature, most specific first
+    stream = matcher.stream()               # one per log file: lines in order
+    finding = stream.match(line)            # a traceback's frames are context, not findings
 
 Matching is built for whole logs. A line is first checked for the catalog's keywords: a
 couple of trie-shaped regex scans over the lowercased line, each led by one character, so an
 ordinary log line costs a ``lower()`` and two fast scans. Only lines holding a keyword reach
-the signatures' own regexes, and only the first :data:`MAX_LINE_CHARS` characters of a line
-are scanned. The catalog's regexes use bounded gaps, so no line can make them backtrack for
-long.
+the signatures' own regexes. A line longer than :data:`MAX_LINE_CHARS` is scanned at its head
+and at its tail (an error written at the end of a 10 MB line is still found). The catalog's
+regexes use bounded gaps, so no line can make them backtrack for long.
+
+Before the regexes run, a line is normalised the way real logs need: escape sequences
+(colours, also the bare ``[1;36m`` a copy-paste leaves behind) are removed, ``\r``
+redraws become separate segments, and a JSON-formatted log line is matched on its decoded
+message. Prefixes (Ray/vLLM process tags, glog, Rust ``tracing``, uvicorn, srun labels,
+timestamps) need no removal for matching - the regexes match the message wherever it
+starts - but :class:`MatchStream` strips them to follow a Python traceback: its frames and
+source lines are context, the exception line that ends it is what gets classified.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import re
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
@@ -37,18 +48,21 @@ __all__ = [
     "Catalog",
     "CatalogError",
     "Finding",
+    "MatchStream",
     "Matcher",
     "Signature",
     "bundled_catalog_path",
     "default_matcher",
     "load_catalog",
     "reload",
+    "strip_prefixes",
 ]
 
 CATEGORIES: Final[tuple[str, ...]] = ("startup", "runtime", "infra", "scheduler")
 SEVERITIES: Final[tuple[str, ...]] = ("fatal", "error", "warning")
 MAX_LINE_CHARS: Final[int] = 4096
-"""How much of a line the matcher scans; the rest of a longer line is ignored."""
+"""How much of a line the matcher scans at once: a longer line is scanned at its head and
+at its tail, this many characters each."""
 
 DEFAULT_PRIORITY: Final[int] = 50
 DEFAULT_WRAPPER_PRIORITY: Final[int] = 20
@@ -68,12 +82,21 @@ _FIELDS: Final = frozenset(
         "wrapper",
         "priority",
         "hint",
+        "frames",
+        "deterministic",
     }
 )
 _REQUIRED: Final = ("id", "title", "category", "severity", "regex", "hint")
 _TOP_LEVEL: Final = frozenset({"version", "context", "signatures"})
 # CSI, OSC and two-character escape sequences (colour codes, titles, cursor moves).
-_ANSI_RE: Final = re.compile(r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_ESCAPE: Final = r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?|[@-Z\\-_])"
+_ANSI_RE: Final = re.compile(_ESCAPE)
+# What a copy-paste leaves of a colour code: the ESC is gone (or shown as an arrow).
+_BARE_SGR: Final = r"\u2190?\[(?:\d{1,3};){0,4}\d{1,3}m"
+_BARE_SGR_RE: Final = re.compile(_BARE_SGR)
+_ANSI_OR_BARE_RE: Final = re.compile(_ESCAPE + "|" + _BARE_SGR)
+_JSON_MAX_CHARS: Final[int] = 1 << 20
+_JSON_MAX_STRINGS: Final[int] = 64
 
 
 class CatalogError(ValueError):
@@ -95,6 +118,10 @@ class Signature:
     exclude: re.Pattern[str] | None = None
     wrapper: bool = False
     priority: int = DEFAULT_PRIORITY
+    frames: re.Pattern[str] | None = None
+    # A failure of the cluster's setup or of the recipe itself: every rerun fails the same way,
+    # however many workers it reached.
+    deterministic: bool = False
 
 
 @dataclass(frozen=True)
@@ -253,6 +280,9 @@ def _parse_entry(path: Path, index: int, entry: object) -> Signature:
     exclude = None
     if entry.get("exclude") is not None:
         exclude = _compile(entry["exclude"], flags, f"{where}: field 'exclude'")
+    frames = None
+    if entry.get("frames") is not None:
+        frames = _compile(entry["frames"], flags, f"{where}: field 'frames'")
 
     raw_keywords = entry.get("keywords", [])
     if isinstance(raw_keywords, str):
@@ -273,6 +303,8 @@ def _parse_entry(path: Path, index: int, entry: object) -> Signature:
         exclude=exclude,
         wrapper=wrapper,
         priority=priority,
+        frames=frames,
+        deterministic=bool_field("deterministic", False),
     )
 
 
@@ -329,6 +361,7 @@ class Matcher:
                 selects[keyword].append(index)
         self._selects = {k: tuple(v) for k, v in selects.items()}
         self._unkeyed_indices = frozenset(i for i, sig in enumerate(self._ordered) if not sig.keywords)
+        self._framed = tuple(sig for sig in self._ordered if sig.frames is not None)
 
     @classmethod
     def from_paths(cls, *paths: str | Path, max_line_chars: int = MAX_LINE_CHARS) -> Matcher:
@@ -360,52 +393,91 @@ class Matcher:
 
     def match_line(self, line: str) -> Finding | None:
         """The most specific finding in ``line``, or None."""
-        prepared = self._prepare(line)
-        if prepared is None:
-            return None
-        found = self._scan(*prepared, first_only=True)
+        found = self._match(line, first_only=True)
         return found[0] if found else None
 
     def match_all(self, line: str) -> list[Finding]:
         """Every signature that matches ``line`` (one finding each), most specific first."""
-        prepared = self._prepare(line)
+        return self._match(line, first_only=False)
+
+    def stream(self) -> MatchStream:
+        """A matcher for the lines of one log, fed in order (see :class:`MatchStream`)."""
+        return MatchStream(self)
+
+    @property
+    def frame_signatures(self) -> tuple[Signature, ...]:
+        """Signatures recognised by the frames of a traceback (most specific first)."""
+        return self._framed
+
+    def _match(self, line: str, *, first_only: bool) -> list[Finding]:
+        if len(line) <= self._max:
+            return self._match_window(line, 0, first_only=first_only)
+        # A long line is scanned at both ends: its head and its last max_line_chars.
+        head = self._match_window(line[: self._max], 0, first_only=first_only)
+        offset = len(line) - self._max
+        tail = self._match_window(line[offset:], offset, first_only=first_only)
+        if not tail:
+            return head
+        seen = {f.signature_id for f in head}
+        found = head + [f for f in tail if f.signature_id not in seen]
+        found.sort(key=_specificity)
+        return found[:1] if first_only else found
+
+    def _match_window(self, text: str, offset: int, *, first_only: bool) -> list[Finding]:
+        prepared = self._prepare(text)
         if prepared is None:
             return []
-        return self._scan(*prepared, first_only=False)
+        found = self._scan(prepared, first_only=first_only)
+        if offset:
+            found = [_shifted(f, offset) for f in found]
+        return found
 
     # The hot path: most lines leave here after one lower() and a few regex scans.
-    def _prepare(self, line: str) -> tuple[str, str, list[tuple[int, int]] | None, bool] | None:
-        text = line if len(line) <= self._max else line[: self._max]
+    def _prepare(self, line: str) -> _Prepared | None:
+        text = line
         segments = None
         if "\x1b" in text:
-            text, segments = _strip_ansi(text)
+            text, segments = _strip_ansi(text, _ANSI_RE)
+        if "\r" in text:
+            # A redrawn line (progress bars): each segment is matched on its own.
+            text = text.replace("\r", "\n")
         low = text.lower()
+        keyed = False
         for gate in self._gates:
             if gate.search(low) is not None:
-                return text, low, segments, True
-        if self._unkeyed:
-            return text, low, segments, False
-        return None
+                keyed = True
+                break
+        if not keyed and not self._unkeyed:
+            return None
+        prepared = _Prepared(line, text, low, segments, keyed)
+        if keyed:
+            if text[:1] == "{":
+                decoded = _json_text(text)
+                if decoded is not None:
+                    return _Prepared(line, decoded, decoded.lower(), None, keyed, whole=True)
+            if _BARE_SGR_RE.search(text) is not None:
+                clean, segments = _strip_ansi(line.replace("\r", "\n"), _ANSI_OR_BARE_RE)
+                prepared = _Prepared(line, clean, clean.lower(), segments, keyed)
+        return prepared
 
-    def _scan(
-        self, text: str, low: str, segments: list[tuple[int, int]] | None, keyed: bool, *, first_only: bool
-    ) -> list[Finding]:
+    def _scan(self, prepared: _Prepared, *, first_only: bool) -> list[Finding]:
         chosen = set(self._unkeyed_indices)
-        if keyed and self._finder is not None:
+        if prepared.keyed and self._finder is not None:
             present: set[str] = set()
-            for found in self._finder.finditer(low):
+            for found in self._finder.finditer(prepared.low):
                 present.update(self._implied[found.group(1)])
             for keyword in present:
                 chosen.update(self._selects[keyword])
         findings: list[Finding] = []
         stop_below: int | None = None
+        text = prepared.text
         for index in sorted(chosen):
             sig = self._ordered[index]
             if stop_below is not None and sig.priority < stop_below:
                 break
             if sig.exclude is not None and sig.exclude.search(text) is not None:
                 continue
-            finding = self._try(sig, text, segments)
+            finding = self._try(sig, prepared)
             if finding is None:
                 continue
             findings.append(finding)
@@ -413,10 +485,11 @@ class Matcher:
                 # A signature of the same priority can still win (a cause over a wrapper).
                 stop_below = sig.priority
         if len(findings) > 1:
-            findings.sort(key=lambda f: (-f.priority, f.wrapper, _SEVERITY_RANK[f.severity]))
+            findings.sort(key=_specificity)
         return findings[:1] if first_only else findings
 
-    def _try(self, sig: Signature, text: str, segments: list[tuple[int, int]] | None) -> Finding | None:
+    def _try(self, sig: Signature, prepared: _Prepared) -> Finding | None:
+        text = prepared.text
         match: re.Match[str] | None = None
         wrapper = sig.wrapper
         for pattern in sig.wrapper_patterns:
@@ -434,15 +507,8 @@ class Matcher:
         captures = {k: v for k, v in match.groupdict().items() if v is not None}
         start, end = match.span()
         if start > 0 and self._catalog.context:
-            prefix = text[: min(start, _CONTEXT_CHARS)]
-            for pattern in self._catalog.context:
-                found = pattern.search(prefix)
-                if found is not None:
-                    for key, value in found.groupdict().items():
-                        if value is not None:
-                            captures.setdefault(key, value)
-        if segments is not None:
-            start, end = _original_span(segments, start, end)
+            for key, value in self.context_of(text[max(0, start - _CONTEXT_CHARS) : start]).items():
+                captures.setdefault(key, value)
         return Finding(
             signature_id=sig.id,
             title=sig.title,
@@ -450,18 +516,103 @@ class Matcher:
             severity=sig.severity,
             wrapper=wrapper,
             priority=sig.priority,
-            span=(start, end),
+            span=prepared.original_span(start, end),
+            captures=captures,
+        )
+
+    def context_of(self, prefix: str) -> dict[str, str]:
+        """Rank and process details named in a line's prefix (the catalog's context patterns)."""
+        captures: dict[str, str] = {}
+        for pattern in self._catalog.context:
+            found = pattern.search(prefix)
+            if found is not None:
+                for key, value in found.groupdict().items():
+                    if value is not None:
+                        captures.setdefault(key, value)
+        return captures
+
+    def framed_finding(self, sig: Signature, line: str, start: int, captures: dict[str, str]) -> Finding:
+        """A finding of a frame-recognised signature on a traceback's exception line."""
+        return Finding(
+            signature_id=sig.id,
+            title=sig.title,
+            category=sig.category,
+            severity=sig.severity,
+            wrapper=sig.wrapper,
+            priority=sig.priority,
+            span=(start, len(line)),
             captures=captures,
         )
 
 
-def _strip_ansi(text: str) -> tuple[str, list[tuple[int, int]]]:
+def _specificity(f: Finding) -> tuple[int, bool, int]:
+    return (-f.priority, f.wrapper, _SEVERITY_RANK[f.severity])
+
+
+def _shifted(f: Finding, offset: int) -> Finding:
+    return Finding(
+        signature_id=f.signature_id,
+        title=f.title,
+        category=f.category,
+        severity=f.severity,
+        wrapper=f.wrapper,
+        priority=f.priority,
+        span=(f.span[0] + offset, f.span[1] + offset),
+        captures=f.captures,
+    )
+
+
+@dataclass
+class _Prepared:
+    """A window of a line made ready for the regexes, and how to map spans back to it."""
+
+    line: str
+    text: str
+    low: str
+    segments: list[tuple[int, int]] | None
+    keyed: bool
+    whole: bool = False  # a decoded JSON message: spans cover the whole line
+
+    def original_span(self, start: int, end: int) -> tuple[int, int]:
+        if self.whole:
+            return 0, len(self.line)
+        if self.segments is not None:
+            return _original_span(self.segments, start, end)
+        return start, end
+
+
+def _json_text(text: str) -> str | None:
+    """The string values of a JSON-formatted log line (message, error, traceback ...), one a
+    line; None when the line is not a JSON object."""
+    stripped = text.rstrip()
+    if not stripped.endswith("}") or len(stripped) > _JSON_MAX_CHARS:
+        return None
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    strings: list[str] = []
+    pending: list[object] = [data]
+    while pending and len(strings) < _JSON_MAX_STRINGS:
+        item = pending.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            pending.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            pending.extend(reversed(item))
+    return "\n".join(strings) if strings else None
+
+
+def _strip_ansi(text: str, pattern: re.Pattern[str]) -> tuple[str, list[tuple[int, int]]]:
     """Text without escape sequences, and (clean offset, original offset) per kept run."""
     parts: list[str] = []
     segments: list[tuple[int, int]] = []
     pos = 0
     length = 0
-    for m in _ANSI_RE.finditer(text):
+    for m in pattern.finditer(text):
         if m.start() > pos:
             segments.append((length, pos))
             parts.append(text[pos : m.start()])
@@ -484,6 +635,158 @@ def _original_span(segments: list[tuple[int, int]], start: int, end: int) -> tup
     if end <= start:
         return to_original(start), to_original(start)
     return to_original(start), to_original(end - 1) + 1
+
+
+# --------------------------------------------------------------------------- streams
+
+# The prefixes a log line can carry before its message, at its start, in any order: colour
+# codes, timestamps ([2025-07-25 07:53:08 TP2], 2025-10-13T18:18:46Z, Buildkite's
+# [2025-09-12T15:42:57Z]), Ray/vLLM process tags ((EngineCore_DP0 pid=5), (pid=1, ip=..)),
+# level words (vLLM "ERROR 10-15 08:32:29 [core.py:708]", uvicorn "ERROR:", srtctl
+# "[ERROR]", Rust tracing "ERROR dynamo_runtime::worker:"), [rank1]:, glog
+# "E0603 20:16:59.104586 27322 file.cc:271]", [atom 12:19:54], docker compose "svc-1  | ",
+# srun --label "3: ", TRT-LLM "[TRT-LLM] [E]".
+_PREFIX_RE: Final = re.compile(
+    r"\u2190?\[(?:\d{1,3};){0,4}\d{1,3}m"
+    r"|\[\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}(?:Z|[+-]\d\d:?\d\d)?(?: [^\]\n]{0,60})?\]:? ?"
+    r"|\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}(?:Z|[+-]\d\d:?\d\d)? +(?:\| )?"
+    r"|\((?P<tag>(?:[A-Za-z][\w\-]{0,40}(?: [\w=\-]{1,20}){0,3} )?pid=\d{1,10}(?:, ?ip=[\w.:]{1,45})?)\) ?"
+    r"|(?:TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?::| +\d\d-\d\d [\d:.]{8,15})? +"
+    r"(?:\[[\w./\-]{1,80}:\d{1,6}\]|[\w./\-]{1,80}:\d{1,6}\])? ?"
+    r"|\[rank\d{1,6}\]: ?"
+    r"|[IWEF]\d{4,8} [\d:.]{8,20} +(?:\d{1,10} )?[\w.\-]{1,80}:\d{1,6}\] "
+    r"|\[atom [\d:]{8}\] "
+    r"|\[(?:TRACE|DEBUG|INFO|INF|WARNING|WRN|WARN|ERROR|ERR|FATAL|CRITICAL)\] "
+    r"|\[TRT-LLM\] \[[A-Z]\] |\[TensorRT-LLM\]\[[A-Z]{1,8}\] "
+    r"|[a-z_][\w]{0,40}(?:::[\w]{1,40}){1,8}: "
+    r"|[\w.\-]{1,60} +\| "
+    r"|\d{1,5}: "
+)
+_MAX_PREFIXES: Final[int] = 8
+_TRACEBACK_RE: Final = re.compile(r"(?:^|: )Traceback \(most recent call last\):?\s*$")
+# faulthandler's stacks and c10's "Exception raised from ... (most recent call first):"
+_STACK_RE: Final = re.compile(r"\(most recent call first\):?\s*$")
+_CHAINED_RE: Final = re.compile(
+    r"^(?:The above exception was the direct cause of the following exception"
+    r"|During handling of the above exception, another exception occurred):?\s*$"
+)
+_FRAME_FILE_RE: Final = re.compile(r'^\s*File "(?P<path>[^"]{1,500})", line \d{1,9}')
+_EXCEPTION_RE: Final = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]{0,120}?(?:Error|Exception|Exit|Interrupt|Warning|Fault))\b"
+)
+_MAX_FRAMES: Final[int] = 400
+
+
+def strip_prefixes(line: str) -> tuple[str, int, str]:
+    """``(message, start, process tag)``: the line without the prefixes log writers put
+    before a message (see :data:`_PREFIX_RE`); ``start`` is where the message begins in the
+    line without its escape sequences."""
+    if "\x1b" in line:
+        line = _ANSI_RE.sub("", line)
+    pos = 0
+    tag = ""
+    for _ in range(_MAX_PREFIXES):
+        m = _PREFIX_RE.match(line, pos)
+        if m is None or m.end() == pos:
+            break
+        if m.group("tag"):
+            tag = m.group("tag")
+        pos = m.end()
+    return line[pos:], pos, tag
+
+
+@dataclass
+class _Traceback:
+    indent: int
+    frames: list[str] = field(default_factory=list)
+    waiting: bool = False  # after the exception line: a chain may go on
+    chained: bool = False  # after "The above exception was the direct cause ..."
+    cause: str | None = None  # the signature found on the previous exception of the chain
+    stack: bool = False  # a stack dump (faulthandler, c10), not an exception traceback
+
+
+class MatchStream:
+    """Matches the lines of one log, fed in order, so that a Python traceback is one event.
+
+    Inside a traceback (``Traceback (most recent call last):`` up to the exception line that
+    ends it, behind whatever prefix the writer adds) the frames and source lines are context:
+    they yield no finding, so a ``raise ValueError("...out of memory...")`` source line is not
+    taken for the error. The exception line is classified; in a chain ("The above exception
+    was the direct cause of ...") each exception is, and a finding records the signature of
+    the exception that caused it (``caused_by``) and the exception type (``exception``). An
+    exception line that no signature knows is matched against the signatures recognised by
+    their frames (an uncaught exception in srtctl's orchestrator). Tracebacks are followed per
+    process tag, so interleaved lines of other processes do not end one.
+    """
+
+    def __init__(self, matcher: Matcher) -> None:
+        self._matcher = matcher
+        self._open: dict[str, _Traceback] = {}
+
+    def match(self, line: str) -> Finding | None:
+        """The finding of this line (None for a traceback's frames)."""
+        if not self._open and "recent call" not in line:
+            return self._matcher.match_line(line)
+        body, start, tag = strip_prefixes(line)
+        stripped = body.strip()
+        indent = len(body) - len(body.lstrip())
+        tb = self._open.get(tag)
+        cause = None
+        if tb is not None:
+            if tb.waiting:
+                if not stripped:
+                    return None
+                if not tb.chained and _CHAINED_RE.match(stripped) is not None:
+                    tb.chained = True
+                    return None
+                if tb.chained:
+                    cause = tb.cause
+                del self._open[tag]
+            elif not stripped or indent > tb.indent or stripped.startswith(('File "', "frame #")):
+                if len(tb.frames) < _MAX_FRAMES:
+                    frame = _FRAME_FILE_RE.match(body)
+                    if frame is not None:
+                        tb.frames.append(frame.group("path"))
+                    elif stripped.startswith("frame #"):
+                        tb.frames.append(stripped)
+                return None
+            elif tb.stack:
+                del self._open[tag]
+            else:
+                return self._exception(line, body, start, tag, tb)
+        finding = self._matcher.match_line(line)
+        if _TRACEBACK_RE.search(stripped) is not None:
+            self._open[tag] = _Traceback(indent=indent, cause=cause)
+        elif _STACK_RE.search(stripped) is not None:
+            self._open[tag] = _Traceback(indent=indent, stack=True)
+        return finding
+
+    def _exception(self, line: str, body: str, start: int, tag: str, tb: _Traceback) -> Finding | None:
+        """The line that ends a traceback: the exception, classified with its context."""
+        finding = self._matcher.match_line(line)
+        if finding is None:
+            for sig in self._matcher.frame_signatures:
+                assert sig.frames is not None
+                if any(sig.frames.search(frame) for frame in tb.frames):
+                    captures = self._matcher.context_of(line[:start])
+                    finding = self._matcher.framed_finding(sig, line, start + len(body) - len(body.lstrip()), captures)
+                    break
+        if finding is not None:
+            exception = _EXCEPTION_RE.match(body.lstrip())
+            extra = {}
+            if exception is not None:
+                extra["exception"] = exception.group("type")
+            if tb.cause is not None and tb.cause != finding.signature_id:
+                extra["caused_by"] = tb.cause
+            if extra:
+                finding = replace(finding, captures={**extra, **finding.captures})
+        # The exception stays open as a possible link of a chain until something else follows.
+        self._open[tag] = _Traceback(
+            indent=tb.indent,
+            waiting=True,
+            cause=finding.signature_id if finding is not None else tb.cause,
+        )
+        return finding
 
 
 # --------------------------------------------------------------------------- default

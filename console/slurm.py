@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from .scheduler import JobState, JobStatus, SchedulerError, Submission, valid_job_id
+from .scheduler import JobInfo, JobState, JobStatus, SchedulerError, Submission, valid_job_id
 from .transport.base import CommandResult, Transport
 
 log = logging.getLogger(__name__)
@@ -299,6 +299,24 @@ def parse_scontrol(stdout: str, job_id: str) -> JobStatus | None:
     return None
 
 
+def parse_job_info(stdout: str, job_id: str) -> JobInfo | None:
+    """Name, state, output file and work dir from ``scontrol show job -o ID``."""
+    for line in stdout.splitlines():
+        fields = parse_scontrol_fields(line.strip())
+        if "JobState" not in fields:
+            continue
+        nodes = fields.get("NumNodes", "").split("-")[0]
+        return JobInfo(
+            job_id=job_id,
+            name=fields.get("JobName", ""),
+            state=normalize_state(fields["JobState"])[0],
+            stdout=fields.get("StdOut") or None,
+            workdir=fields.get("WorkDir") or None,
+            nodes=int(nodes) if nodes.isdigit() else None,
+        )
+    return None
+
+
 def _is_job_id(text: str) -> bool:
     try:
         valid_job_id(text)
@@ -384,6 +402,14 @@ class SlurmScheduler:
         result = await self._run(release_argv(job_id))
         if result.returncode != 0:
             raise SchedulerError(f"scontrol release {job_id} failed (exit {result.returncode}): {_error_text(result)}")
+
+    async def describe(self, job_id: str) -> JobInfo | None:
+        result = await self._run(scontrol_argv(valid_job_id(job_id)))
+        if result.returncode != 0:
+            if INVALID_JOB_ID in result.stderr:
+                return None
+            raise SchedulerError(f"scontrol failed (exit {result.returncode}): {_error_text(result)}")
+        return parse_job_info(result.stdout, job_id)
 
     async def poll(self, job_ids: list[str]) -> dict[str, JobStatus]:
         ids = _job_ids(job_ids)

@@ -242,6 +242,9 @@ class WorkerProgress:
     server_up: bool = False
     ready: bool = False
     failure: str | None = None
+    # Failed only by a consequence (killed, cancelled): undone when the run succeeded after all.
+    failed_by_consequence: bool = False
+    before_failure: WorkerStage | None = None
 
     @property
     def worker(self) -> str:
@@ -291,6 +294,8 @@ class StageSnapshot:
     nodes: int | None = None
     failing: bool = False  # the orchestrator logged a failure (health timeout, critical exit ...)
     failure: str | None = None  # the first such line's message
+    succeeded: bool = False  # the orchestrator said the benchmark (or the whole sweep) completed successfully
+    cleanup: tuple[str, int, str] | None = None  # the orchestrator's `[INFO] Cleanup` line: file, line, text
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -301,6 +306,7 @@ class StageSnapshot:
             "nodes": self.nodes,
             "failing": self.failing,
             "failure": self.failure,
+            "succeeded": self.succeeded,
         }
 
 
@@ -358,6 +364,7 @@ class StageTracker:
     def __init__(self) -> None:
         self._stage = Stage.INITIALIZING
         self._cleanup = False
+        self._cleanup_mark: tuple[str, int, str] | None = None
         self._bench_ok = False
         self._failed = False
         self._failure: str | None = None
@@ -414,13 +421,23 @@ class StageTracker:
         """Whether lines of an orchestrator log (``sweep_<JOBID>.log``) were fed."""
         return any(SWEEP_LOG_RE.match(PurePath(f).name) for f in self._line_counts)
 
-    def mark_worker_failed(self, file: str, reason: str, line_no: int = 0) -> list[StageChange]:
-        """Record that the worker writing ``file`` failed (a fatal finding in its log)."""
+    def mark_worker_failed(
+        self, file: str, reason: str, line_no: int = 0, *, consequence: bool = False
+    ) -> list[StageChange]:
+        """Record that the worker writing ``file`` failed (a fatal finding in its log);
+        ``consequence`` says the finding only tells that it was stopped (cancelled, killed)."""
         parsed = WORKER_FILE_RE.match(PurePath(file).name)
         if parsed is None:
             return []
         changes: list[StageChange] = []
         worker = self._worker(file, parsed, changes)
+        if worker.stage is not WorkerStage.FAILED:
+            worker.before_failure = worker.stage
+            worker.failed_by_consequence = consequence
+        elif not consequence and worker.failed_by_consequence:
+            # A cause found after a consequence is the worker's failure.
+            worker.failed_by_consequence = False
+            worker.failure = reason
         if worker.failure is None or worker.failure.startswith("exited with code"):
             # A finding in the worker's own log says more than its exit code.
             worker.failure = reason
@@ -466,6 +483,12 @@ class StageTracker:
         """The current state; ``scheduler_state`` overrides the one set for this call only."""
         state = _state_name(scheduler_state) if scheduler_state is not None else self._scheduler_state
         workers = {name: w.copy() for name, w in self._workers.items()}
+        succeeded = (self._bench_ok and not self._failed) or self._final is Stage.COMPLETED
+        if succeeded:
+            # Stopped by the orchestrator's own cleanup after a good run: not a failed worker.
+            for w in workers.values():
+                if w.stage is WorkerStage.FAILED and w.failed_by_consequence and w.before_failure is not None:
+                    w.stage, w.failure = w.before_failure, None
         if self._readiness.ready:
             for w in workers.values():
                 if w.stage is not WorkerStage.FAILED and w.stage.rank < WorkerStage.READY.rank:
@@ -479,6 +502,8 @@ class StageTracker:
             nodes=self.nodes,
             failing=self._failed,
             failure=self._failure,
+            succeeded=succeeded,
+            cleanup=self._cleanup_mark,
         )
 
     # ------------------------------------------------------------------ internals
@@ -524,6 +549,8 @@ class StageTracker:
             self._note_failure(line)
         elif _CLEANUP_KEY in line and _CLEANUP_RE.search(line):
             self._cleanup = True
+            if self._cleanup_mark is None:
+                self._cleanup_mark = (file, line_no, line)
         else:
             if _BENCH_OK_KEY in line and _BENCH_OK_RE.search(line):
                 self._bench_ok = True

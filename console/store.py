@@ -89,6 +89,10 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (attempt_id, file)
     );
     """,
+    # The operator asked to cancel (a cancel is then "by you", not a failure to diagnose).
+    """
+    ALTER TABLE attempts ADD COLUMN cancel_requested_at REAL;
+    """,
 )
 
 # Attempt states beyond Slurm's: before a job id exists, and when submission failed.
@@ -144,10 +148,16 @@ class AttemptRow:
     started_at: float | None
     ended_at: float | None
     updated_at: float
+    cancel_requested_at: float | None = None
 
     @property
     def live(self) -> bool:
         return self.state in LIVE_STATES
+
+    @property
+    def cancelled_by_operator(self) -> bool:
+        """The operator asked to cancel it, and it did not complete before the cancel took."""
+        return self.cancel_requested_at is not None and self.state != JobState.COMPLETED.value
 
     def elapsed(self, now: float | None = None) -> float | None:
         if self.started_at is None:
@@ -281,6 +291,16 @@ class Store:
                 (attempt_id, now, SUBMIT_FAILED, error[:500], "submit"),
             )
 
+    def mark_cancel_requested(self, attempt_ids: Sequence[int]) -> None:
+        """The operator asked to cancel these attempts (the first request's time is kept)."""
+        now = time.time()
+        with self._tx() as db:
+            db.executemany(
+                "UPDATE attempts SET cancel_requested_at = COALESCE(cancel_requested_at, ?), updated_at = ?"
+                " WHERE id = ?",
+                [(now, now, i) for i in attempt_ids],
+            )
+
     def record_status(self, attempt_id: int, status: JobStatus) -> bool:
         """Store what the scheduler said; True when the state or reason changed."""
         now = time.time()
@@ -388,5 +408,5 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["id"], r["arm_id"], r["number"], r["cluster"], r["launcher"], r["job_id"], r["output_dir"],
         r["results_dir"], r["config_yaml"], json.loads(r["concurrencies"]), r["state"], r["reason"],
         r["exit_code"], r["nodelist"], r["error"], r["submitted_at"], r["started_at"], r["ended_at"],
-        r["updated_at"],
+        r["updated_at"], r["cancel_requested_at"],
     )  # fmt: skip

@@ -18,14 +18,14 @@ from __future__ import annotations
 import calendar
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any, BinaryIO, Final
 
 from console.diagnosis import Diagnosis, FindingGroup, Observation, diagnose_groups
 from console.sanitize import clean_line
-from console.signatures import Finding, Matcher, default_matcher
+from console.signatures import Finding, Matcher, MatchStream, default_matcher
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, Stage, StageChange, StageSnapshot, StageTracker
 
 __all__ = [
@@ -43,6 +43,7 @@ MAX_TEXT_CHARS: Final[int] = 4096
 """A line is cut to this many characters before it is matched or shown."""
 MAX_FINDINGS: Final[int] = 20_000
 """Located findings kept per attempt; later ones are still counted in the diagnosis groups."""
+_MARKER_ROOM: Final[int] = 32  # room for clean_line's "… [+N chars]" within MAX_TEXT_CHARS
 _LOOKBACK: Final[int] = 200  # lines kept per file to date an undated line (a traceback)
 # The attempt's stages before its servers are healthy.
 _STARTING_STAGES: Final = frozenset(
@@ -75,6 +76,29 @@ def clean_text(line: str) -> str:
     if len(line) <= MAX_TEXT_CHARS and line.isprintable():  # the common case: nothing to do
         return line
     return clean_line(line, MAX_TEXT_CHARS)
+
+
+def _clean(line: str) -> str:
+    """Clean text of at most MAX_TEXT_CHARS characters, the cut marker included."""
+    if len(line) <= MAX_TEXT_CHARS:
+        return clean_line(line, MAX_TEXT_CHARS)
+    return clean_line(line, MAX_TEXT_CHARS - _MARKER_ROOM)
+
+
+def _shown_text(raw: str, cleaned: str, finding: Finding) -> str:
+    """The clean text to show for a finding: the line's clean text, or - when the match is
+    not in it (past the cap of a long line, in an earlier segment of a redrawn line) - the
+    part of the raw line around the match."""
+    start, end = finding.span
+    matched = clean_line(raw[start:end], MAX_TEXT_CHARS)
+    if matched and matched in cleaned:
+        return cleaned
+    segment_start = raw.rfind("\r", 0, start) + 1
+    segment_end = raw.find("\r", end)
+    lo = max(segment_start, start - MAX_TEXT_CHARS // 4)
+    hi = min(segment_end if segment_end >= 0 else len(raw), end + MAX_TEXT_CHARS // 4)
+    excerpt = clean_line(raw[lo:hi], MAX_TEXT_CHARS - _MARKER_ROOM)
+    return ("…" if lo > 0 else "") + excerpt
 
 
 def line_time(line: str) -> tuple[float, bool] | None:
@@ -113,49 +137,97 @@ def looks_binary(head: bytes) -> bool:
 
 
 def read_lines(handle: BinaryIO, *, max_chars: int = MAX_TEXT_CHARS, block: int = 1 << 20) -> Iterator[str]:
-    """The lines of a binary handle as text (invalid UTF-8 replaced), each cut to ``max_chars``.
+    """The lines of a binary handle as text (invalid UTF-8 replaced).
 
-    Reads blocks of ``block`` bytes; a line longer than ``max_chars * 4`` bytes is cut and the
-    rest of it skipped as it streams past, so memory stays bounded whatever the line lengths.
+    Reads blocks of ``block`` bytes with bounded memory whatever the line lengths. A line of
+    at most ``max_chars * 4`` bytes is given whole (less a CRLF's CR). A longer one is given as
+    its first and its last ``max_chars`` characters joined by a ``… [+N bytes] …`` marker, so
+    an error written at the end of a 10 MB line is still there to be matched - unless it is
+    made of ``\\r``-separated redraws (progress bars written to a file): such a line is split
+    on ``\\r`` and each redraw is given as a line of its own.
     """
-    limit = max_chars * 4
-    carry = b""
-    skipping = False  # inside an over-long line whose head was already given out
+    assembler = _LineAssembler(max_chars)
     read = handle.read
     while True:
         data = read(block)
         if not data:
             break
-        parts = data.split(b"\n")
-        tail = parts.pop()
-        if parts:
-            head = parts[0]
-            if skipping:
-                skipping = False
-                parts = parts[1:]
-            else:
-                parts[0] = carry + head if carry else head
-            carry = b""
-            for raw in parts:
-                if len(raw) > limit:
-                    raw = raw[:limit]
-                text = raw.decode("utf-8", "replace")
-                if text.endswith("\r"):
-                    text = text[:-1]
-                yield text if len(text) <= max_chars else text[:max_chars]
-        if skipping:
-            continue
-        carry += tail
-        if len(carry) > limit:
-            text = carry[:limit].decode("utf-8", "replace")
-            yield text[:max_chars]
-            carry = b""
-            skipping = True
-    if carry and not skipping:
-        text = carry.decode("utf-8", "replace")
-        if text.endswith("\r"):
-            text = text[:-1]
-        yield text[:max_chars]
+        yield from assembler.feed(data)
+    yield from assembler.finish()
+
+
+class _LineAssembler:
+    """Bytes in, lines out (see :func:`read_lines`)."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.limit = max_chars * 4
+        self.current = bytearray()  # the line so far; past the limit, only its last bytes
+        self.head = b""  # an over-long line's first bytes
+        self.hidden = 0  # bytes of an over-long line neither in head nor in current
+        self.redrawn = False  # an over-long line with \r in it: split on \r
+
+    def feed(self, data: bytes) -> Iterator[str]:
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            yield from self._add(data[start:] if nl < 0 else data[start:nl])
+            if nl < 0:
+                return
+            yield from self._end_line()
+            start = nl + 1
+
+    def finish(self) -> Iterator[str]:
+        if self.current or self.head:
+            yield from self._end_line()
+
+    def _add(self, piece: bytes) -> Iterator[str]:
+        if not self.redrawn and b"\r" in piece and (self.head or len(self.current) + len(piece) > self.limit):
+            # An over-long line that redraws itself: from here on, \r ends a line.
+            self.redrawn = True
+        if self.redrawn:
+            first, *rest = piece.split(b"\r")
+            self._append(first)
+            for part in rest:
+                yield self._take()
+                self._append(part)
+            return
+        self._append(piece)
+
+    def _append(self, piece: bytes) -> None:
+        self.current += piece
+        if len(self.current) > self.limit * 2:
+            if not self.head:
+                self.head = bytes(self.current[: self.limit])
+                del self.current[: self.limit]
+            cut = len(self.current) - self.limit
+            self.hidden += cut
+            del self.current[:cut]
+
+    def _take(self) -> str:
+        """The line (or redraw) assembled so far, as text; the assembler is emptied."""
+        current = bytes(self.current)
+        if current.endswith(b"\r"):
+            current = current[:-1]
+        if not self.head and len(current) <= self.limit * 2:
+            text = current.decode("utf-8", "replace")
+            if len(text) > 2 * self.max_chars:
+                omitted = len(text) - 2 * self.max_chars
+                text = f"{text[: self.max_chars]} … [+{omitted} chars] … {text[-self.max_chars :]}"
+        else:
+            total = len(self.head) + self.hidden + len(current)
+            head = (self.head or current).decode("utf-8", "replace")[: self.max_chars]
+            tail = current.decode("utf-8", "replace")[-self.max_chars :]
+            omitted = total - len(head.encode()) - len(tail.encode())
+            text = f"{head} … [+{omitted} bytes] … {tail}"
+        self.current = bytearray()
+        self.head = b""
+        self.hidden = 0
+        return text
+
+    def _end_line(self) -> Iterator[str]:
+        yield self._take()
+        self.redrawn = False
 
 
 @dataclass
@@ -178,9 +250,31 @@ class _FileTriage:
     quote_process: str | None = None  # `--- Process: <name> ---` of the block being read
     quoting: bool = False  # inside the quoted `Last 50 lines of log:`
     failed: bool = False  # the tracker was told this worker failed
+    stream: MatchStream | None = None  # this file's matcher (a traceback is one event)
     last_stamp: tuple[float, bool] | None = None  # the last time a finding of this file was given
     awaiting_time: bool = False  # a finding had no time: the next dated line gives one
     next_stamp: tuple[float, bool] | None = None  # that next dated line's time
+
+
+def _after(mark: tuple[str, int, str] | None) -> Callable[[Observation], bool] | None:
+    """Whether a finding of a run that succeeded belongs to its teardown: a wrapper (its cleanup is
+    what cancels steps and kills processes), or a line below the orchestrator's cleanup line in
+    the sweep log, or later than it by the clock."""
+    if mark is None:
+        return None
+    file, line_no, text = mark
+    stamp = line_time(text)
+
+    def after(o: Observation) -> bool:
+        if o.wrapper:
+            return True  # cancelled, killed, refused: in a run that succeeded, that is its cleanup
+        if o.file == file:
+            return o.line_no > line_no
+        if stamp is not None and o.time is not None and o.time_has_date == stamp[1]:
+            return o.time >= stamp[0] - 1.0
+        return False
+
+    return after
 
 
 class Triage:
@@ -233,14 +327,17 @@ class Triage:
             state.lines = first_line_no - 1
         start = state.lines + 1
         cap = MAX_TEXT_CHARS
-        cleaned = [line if len(line) <= cap and line.isprintable() else clean_line(line, cap) for line in lines]
+        raw_lines = list(lines)
+        cleaned = [line if len(line) <= cap and line.isprintable() else _clean(line) for line in raw_lines]
         update = TriageUpdate()
         update.changes.extend(self.tracker.feed(file, cleaned, first_line_no=start))
-        match = self.matcher.match_line
+        if state.stream is None:
+            state.stream = self.matcher.stream()
+        match = state.stream.match
         recent = state.recent
         line_no = start - 1
         sweep = state.sweep
-        for text in cleaned:
+        for raw, text in zip(raw_lines, cleaned, strict=True):
             line_no += 1
             if state.awaiting_time:
                 found = line_time(text)
@@ -248,19 +345,26 @@ class Triage:
                     state.awaiting_time = False
                     state.next_stamp = state.last_stamp = self._normalise(state, found)
             quoted = sweep and self._quote(state, text)
-            finding = match(text) if text else None
+            # The raw line is matched (both ends of a long line, every segment of a redrawn
+            # one); the clean text is what is shown.
+            finding = match(raw) if raw else None
             if finding is not None:
+                if raw is not text:
+                    text = _shown_text(raw, text, finding)
                 observation = self._observe(file, state, line_no, text, finding, quoted)
                 update.findings.append(observation)
                 if observation.severity == "fatal" and state.worker is not None and not state.failed:
                     state.failed = True
-                    update.changes.extend(self.tracker.mark_worker_failed(file, observation.id, line_no))
+                    update.changes.extend(
+                        self.tracker.mark_worker_failed(file, observation.id, line_no, consequence=observation.wrapper)
+                    )
             recent.append(text)
         state.lines = line_no
         return update
 
-    def diagnose(self, state: str | None = None) -> Diagnosis:
-        """The diagnosis now; ``state`` is the scheduler's state when known."""
+    def diagnose(self, state: str | None = None, *, cancelled: bool = False) -> Diagnosis:
+        """The diagnosis now; ``state`` is the scheduler's state when known, ``cancelled`` says the
+        operator cancelled the attempt."""
         snapshot = self.tracker.snapshot(state)
         roles: dict[str, set[str]] = {}
         for worker in snapshot.workers.values():
@@ -274,6 +378,9 @@ class Triage:
             ending=snapshot.stage.terminal or snapshot.stage is Stage.FINALIZING,
             starting=self.tracker.has_sweep_log and snapshot.stage in _STARTING_STAGES,
             matcher=self.matcher,
+            succeeded=snapshot.succeeded,
+            teardown=_after(snapshot.cleanup),
+            cancelled=cancelled,
         )
 
     def snapshot(self, state: str | None = None) -> StageSnapshot:
@@ -380,6 +487,14 @@ class Triage:
             state.awaiting_time = True
             return None
         stamp = self._normalise(state, found)
+        last = state.last_stamp
+        if last is not None:
+            # A file is written in order: a line stamped to the second (`[... 10:48:27 TP7]`)
+            # after one stamped to the microsecond (`E0605 10:48:27.885119`) is not earlier.
+            same = last[1] == stamp[1]
+            ahead = last[0] - stamp[0] if same else last[0] % 86400.0 - stamp[0] % 86400.0
+            if 0.0 < ahead < 1.0:
+                stamp = (stamp[0] + ahead + 1e-6, stamp[1])  # just after, whatever the rounding
         state.last_stamp = stamp
         return stamp
 

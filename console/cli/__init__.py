@@ -51,8 +51,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--all", action="store_true", help="include attempts that ended long ago")
 
-    p = sub.add_parser("cancel", help="cancel the live attempts of an attempt (a3.1), arm (a3) or sweep (s2)")
-    p.add_argument("target", metavar="ATTEMPT|ARM|SWEEP")
+    p = sub.add_parser(
+        "cancel", help="cancel the live attempts of an attempt (a3.1), arm (a3), sweep (s2) or Slurm job (job:123)"
+    )
+    p.add_argument(
+        "target", metavar="ATTEMPT|ARM|SWEEP|job:ID",
+        help="a3.1, a3, s2, or job:<Slurm job id> (a job the console did not launch is adopted and followed)",
+    )  # fmt: skip
+    p.add_argument("--cluster", help="the cluster of a job:<id> the console does not know (default: default_cluster)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 

@@ -6,18 +6,19 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from typing import Any
 
+from console.checks import check_profile
 from console.cli.context import CliError, Context, open_context, resolve_attempts
-from console.clusters import Profile
 from console.describe import grid_label, topology_label
-from console.engine import Engine, LaunchRefused
+from console.engine import LaunchRefused
 from console.ids import arm_ref, attempt_ref, sweep_ref
-from console.launchers import LaunchError
+from console.launch_plan import plan_arms, settings_label
+from console.launchers import LaunchError, SrtctlLauncher
 from console.model import Arm, Recipe
+from console.sanitize import clean_line
 from console.store import AttemptRow, Store
-from console.transport.base import HostKeyError, TransportError
+from console.transport.base import TransportError
 
 
 def _fail(message: str, problems: list[str] | None = None) -> int:
@@ -48,6 +49,7 @@ def attempt_doc(store: Store, attempt: AttemptRow) -> dict[str, Any]:
         "exit_code": attempt.exit_code,
         "nodelist": attempt.nodelist,
         "error": attempt.error,
+        "cancelled_by_you": attempt.cancelled_by_operator,
         "elapsed_s": round(attempt.elapsed() or 0.0, 1) if attempt.started_at else None,
     }
 
@@ -68,65 +70,19 @@ def cmd_clusters(args: argparse.Namespace) -> int:
             mark = "ok " if report["ok"] else "BAD"
             print(f"{mark} {report['name']:<16} {report['where']:<28} {report['launcher']}/{report['scheduler']}")
             for check in report["checks"]:
-                print(f"      {'✓' if check['ok'] else '✗'} {check['check']}: {check['detail']}")
+                mark = "!" if check.get("warning") else "✓" if check["ok"] else "✗"
+                print(f"      {mark} {check['check']}: {check['detail']}")
+                if check.get("fix") and (not check["ok"] or check.get("warning")):
+                    print(f"        → {check['fix']}")
     return 0 if all(r["ok"] for r in reports) else 1
 
 
 async def _check_all(ctx: Context) -> list[dict[str, Any]]:
     try:
-        return list(await asyncio.gather(*(_check(ctx.engine, p) for p in ctx.profiles.values())))
+        reports = await asyncio.gather(*(check_profile(ctx.engine.runtime(name)) for name in ctx.profiles))
+        return [r.as_dict() for r in reports]
     finally:
         await ctx.engine.close()
-
-
-async def _check(engine: Engine, profile: Profile) -> dict[str, Any]:
-    checks: list[dict[str, Any]] = []
-
-    def add(name: str, ok: bool, detail: str) -> None:
-        checks.append({"check": name, "ok": ok, "detail": detail})
-
-    report: dict[str, Any] = {
-        "name": profile.name,
-        "where": profile.where,
-        "launcher": profile.launcher,
-        "scheduler": profile.scheduler,
-        "checks": checks,
-    }
-    try:
-        rt = engine.runtime(profile.name)
-        started = time.monotonic()
-        await rt.transport.run(["true"], timeout=20, check=True)
-        add("reachable", True, f"{profile.where} answered in {time.monotonic() - started:.2f}s")
-        if profile.ssh:
-            add("host key", True, "known and verified")
-        if profile.scheduler == "slurm":
-            found = await rt.transport.run(
-                ["sh", "-c", "for c in sbatch squeue sacct scancel; do command -v $c >/dev/null || echo $c; done"],
-                timeout=20,
-            )
-            missing = found.stdout.split()
-            add("slurm", not missing, "sbatch, squeue, sacct, scancel found" if not missing else f"missing: {missing}")
-        else:
-            add("scheduler", True, "local scheduler (no Slurm needed)")
-        if profile.launcher == "srtctl":
-            checkout = profile.srt_slurm or ""
-            probe = await rt.transport.run(["sh", "-c", 'cd -- "$1" && command -v srtctl', "sh", checkout], timeout=20)
-            add("srtctl", probe.ok, probe.stdout.strip() or f"srtctl not found in {checkout}")
-        else:
-            probe = await rt.transport.run([profile.python, "-c", "import zmq, sys; print(sys.version.split()[0])"])
-            add(
-                "demo engine",
-                probe.ok,
-                f"{profile.python} {probe.stdout.strip()} with pyzmq"
-                if probe.ok
-                else f"{profile.python} cannot import zmq: the ZMQ fault cannot be reproduced",
-            )
-    except HostKeyError as exc:
-        add("host key", False, str(exc))
-    except (TransportError, OSError) as exc:
-        add("reachable", False, str(exc))
-    report["ok"] = all(c["ok"] for c in checks)
-    return report
 
 
 # --- launch ------------------------------------------------------------------------------
@@ -165,22 +121,39 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 
 async def _preview(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -> int:
-    """Each arm as the launcher would run it; nothing is submitted."""
-    previews: list[dict[str, str]] = []
+    """Each arm as it would run: its scheduling values and the launcher's own account (srtctl's
+    dry-run, compared with the console's plan); nothing is submitted. Exit 1 when srtctl refuses
+    an arm or its generated header differs from the plan."""
     try:
-        launcher = ctx.engine.runtime(cluster).launcher
-        for arm in arms:
-            previews.append({"arm": arm.name, "preview": await launcher.preview(arm)})
+        runtime = ctx.engine.runtime(cluster)
+        plans = await plan_arms(runtime, arms)
+        texts = {p.arm.name: p.dry_run.text for p in plans if p.dry_run}
+        if not isinstance(runtime.launcher, SrtctlLauncher):
+            for arm in arms:
+                texts[arm.name] = await runtime.launcher.preview(arm)
     except (LaunchError, TransportError, OSError) as exc:
         return _fail(f"dry run failed: {exc}")
     finally:
         await ctx.engine.close()
     if as_json:
-        _json({"cluster": cluster, "dry_run": previews})
+        _json({"cluster": cluster, "dry_run": [{**p.as_dict(), "preview": texts.get(p.arm.name)} for p in plans]})
     else:
-        for item in previews:
-            print(f"--- {item['arm']} ---\n{item['preview']}")
-    return 0
+        for plan in plans:
+            print(f"--- {plan.arm.name} ---")
+            print(f"scheduling: {settings_label(plan.settings)}")
+            if plan.arm.name in texts:
+                # The cluster's own words: untrusted text, shown inert.
+                print("\n".join(clean_line(line) for line in texts[plan.arm.name].splitlines()))
+            if plan.dry_run is not None:
+                header = " ".join(f"--{k}={v}" for k, v in plan.dry_run.sbatch.items())
+                print(f"Generated #SBATCH header: {header}")
+                print(f"console's plan: {plan.arm.topology.node_demand} node(s)")
+            if plan.verdict == "ok":
+                if plan.dry_run is not None:
+                    print("The header agrees with the console's plan.")
+            else:
+                print(f"{plan.verdict.upper()}: {plan.detail}")
+    return 0 if all(p.verdict in ("ok", "unchecked") for p in plans) else 1
 
 
 async def _launch(ctx: Context, args: argparse.Namespace, cluster: str, planned: tuple[list[Recipe], list[Arm]]) -> int:
@@ -258,23 +231,35 @@ async def _refresh(ctx: Context) -> dict[str, str]:
 def cmd_cancel(args: argparse.Namespace) -> int:
     try:
         ctx = open_context(args.config)
-        attempts = resolve_attempts(ctx.store, args.target)
     except CliError as exc:
         return _fail(str(exc))
-    live = [a for a in attempts if a.live and a.job_id]
-    if not live:
-        return _fail(f"{args.target}: nothing to cancel (no live attempt)")
-    if not args.yes:
-        if not sys.stdin.isatty():
-            return _fail("not a terminal: add --yes to cancel without confirmation")
-        jobs = ", ".join(f"{a.cluster}:{a.job_id}" for a in live)
-        if input(f"Cancel {len(live)} job(s) ({jobs})? [y/N] ").strip().lower() not in ("y", "yes"):
-            return _fail("nothing cancelled")
-    return asyncio.run(_cancel(ctx, live, args.json))
+    return asyncio.run(_cancel(ctx, args))
 
 
-async def _cancel(ctx: Context, live: list[AttemptRow], as_json: bool) -> int:
+async def _cancel(ctx: Context, args: argparse.Namespace) -> int:
     try:
+        try:
+            attempts = resolve_attempts(ctx.store, args.target)
+        except CliError as exc:
+            if not args.target.startswith("job:"):
+                return _fail(str(exc))
+            # A job the console did not launch: adopt it, so that its end is followed and diagnosed.
+            cluster = args.cluster or ctx.default_cluster
+            try:
+                attempts = [await ctx.engine.adopt(cluster, args.target.removeprefix("job:"))]
+            except LaunchRefused as refused:
+                return _fail(str(refused))
+            if not args.json:
+                print(f"adopted job {attempts[0].job_id} on {cluster} as {attempt_ref(attempts[0].arm_id, 1)}")
+        live = [a for a in attempts if a.live and a.job_id]
+        if not live:
+            return _fail(f"{args.target}: nothing to cancel (no live attempt)")
+        if not args.yes:
+            if not sys.stdin.isatty():
+                return _fail("not a terminal: add --yes to cancel without confirmation")
+            jobs = ", ".join(f"{a.cluster}:{a.job_id}" for a in live)
+            if input(f"Cancel {len(live)} job(s) ({jobs})? [y/N] ").strip().lower() not in ("y", "yes"):
+                return _fail("nothing cancelled")
         await ctx.engine.cancel(live)
         await ctx.engine.poll_once()
     except (TransportError, OSError) as exc:
@@ -282,7 +267,7 @@ async def _cancel(ctx: Context, live: list[AttemptRow], as_json: bool) -> int:
     finally:
         await ctx.engine.close()
     docs = [attempt_doc(ctx.store, ctx.store.attempt(a.id)) for a in live]
-    if as_json:
+    if args.json:
         _json({"cancelled": docs})
     else:
         for doc in docs:

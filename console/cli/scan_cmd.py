@@ -228,6 +228,10 @@ def render_report(triage: Triage, diagnosis: Diagnosis, snapshot: StageSnapshot,
             where = f" in {', '.join(workers)}" if workers else ""
             mark = "wrapper" if first.wrapper else first.severity
             out.append(f"  {sig_id} ({mark}) x{count}{where}; first at {first.file}:{first.line_no}")
+    if diagnosis.teardown:
+        torn = ", ".join(f"{sig_id} x{sum(g.count for g in groups)}" for sig_id, groups in
+                         _by_signature(diagnosis.teardown))  # fmt: skip
+        out.append(f"teardown (after the run succeeded, not failures): {torn}")
     if triage.tracker.has_sweep_log:
         stage = snapshot.stage.value + (f"   readiness {snapshot.readiness.label}" if snapshot.readiness.label else "")
         out.append(f"stage: {stage}")

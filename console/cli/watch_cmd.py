@@ -47,7 +47,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
             for attempt_id in ids:
                 view = ctx.monitor.views.get(attempt_id)
                 if view is not None:
-                    printer.final(attempt_id, view.triage.diagnose(ctx.store.attempt(attempt_id).state).to_json())
+                    row = ctx.store.attempt(attempt_id)
+                    diagnosis = view.triage.diagnose(row.state, cancelled=row.cancelled_by_operator)
+                    printer.final(attempt_id, diagnosis.to_json())
         finally:
             await ctx.close()
 

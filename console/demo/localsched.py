@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from console.scheduler import JobState, JobStatus, SchedulerError, Submission, valid_job_id
+from console.scheduler import JobInfo, JobState, JobStatus, SchedulerError, Submission, valid_job_id
 
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
@@ -272,6 +272,19 @@ class LocalScheduler:
         valid_job_id(job_id)
 
     # ------------------------------------------------------------- synchronous helpers
+
+    async def describe(self, job_id: str) -> JobInfo | None:
+        job = read_job(self.state_dir, job_id)
+        if job is None:
+            return None
+        return JobInfo(
+            job_id=job_id,
+            name=str(job.get("job_name") or ""),
+            state=self.status(job_id).state,
+            stdout=job.get("output"),
+            workdir=job.get("workdir"),
+            nodes=job.get("nodes"),
+        )
 
     def status(self, job_id: str) -> JobStatus:
         """One job's state from its file; a live job whose runner vanished is NODE_FAIL."""

@@ -15,6 +15,13 @@ SLURMD_PORT0=6821          # node1 listens here, nodeN on SLURMD_PORT0 + N - 1
 SSH_HOST=127.0.0.1
 SSH_PORT=2222
 MYSQL_PORT=3306
+# The cluster is a machine of its own: every daemon and every job runs in this network
+# namespace, whose only interface is its loopback. Nothing a job starts (NATS, etcd, workers,
+# frontends) can bind or advertise any other address, and its ports cannot collide with the
+# host's. The ports clients on the host need are bridged from the host's 127.0.0.1 (socat over
+# a unix socket): sshd, slurmctld (sbatch, squeue, scancel, scontrol) and slurmdbd (sacct).
+NETNS=srt-cluster
+BRIDGED_PORTS=("$SLURMCTLD_PORT" "$SLURMDBD_PORT" "$SSH_PORT")
 
 RUN=$BASE/run              # root-owned PID files
 LOGDIR=$BASE/log
@@ -26,6 +33,13 @@ ENV_FILE=$BASE/cluster.env
 SLURM_CONF=/etc/slurm/slurm.conf
 SLURMDBD_CONF=/etc/slurm/slurmdbd.conf
 MARKER="# managed-by: srt-console tests/cluster/up.sh"
+
+# The serving stack (stack.sh): the real srtctl checkout of the test user, the container
+# stand-in plugin, and the "images" (directories) the stand-in runs tasks from.
+SRT_SLURM=$HOME_DIR/srt-slurm
+STACK_LIB=$BASE/lib
+IMAGES=$BASE/images
+DYNAMO_IMAGE=$IMAGES/dynamo
 
 SSH_KEY=$SSHDIR/client_ed25519
 KNOWN_HOSTS=$SSHDIR/known_hosts
@@ -69,7 +83,16 @@ node_names() {
 
 # --- PID files: which daemons are ours ------------------------------------
 
-# Daemon names: munged mariadbd slurmdbd slurmctld slurmd-nodeN sshd
+# Run a command inside the cluster's network namespace (in-ns.sh says how).
+NS_HOSTS=/etc/netns/$NETNS/hosts
+in_ns() { SRT_CLUSTER_NETNS=$NETNS "$SCRIPT_DIR/in-ns.sh" "$@"; }
+
+bridge_names() {
+    local p
+    for p in "${BRIDGED_PORTS[@]}"; do printf 'bridge-in-%s\nbridge-out-%s\n' "$p" "$p"; done
+}
+
+# Daemon names: munged mariadbd slurmdbd slurmctld slurmd-nodeN sshd bridge-{in,out}-PORT
 pidfile_for() {
     case $1 in
         mariadbd) printf '%s\n' "$MYSQL_RUN/mariadbd.pid" ;;
@@ -80,6 +103,7 @@ pidfile_for() {
 comm_for() {
     case $1 in
         slurmd-*) printf 'slurmd\n' ;;
+        bridge-*) printf 'socat\n' ;;
         *) printf '%s\n' "$1" ;;
     esac
 }
@@ -110,7 +134,7 @@ pid_of() {
 # All daemon names that have a PID file under the base dir.
 our_daemons() {
     local n
-    for n in munged mariadbd slurmdbd slurmctld sshd $(node_names | sed 's/^/slurmd-/'); do
+    for n in munged mariadbd slurmdbd slurmctld sshd $(node_names | sed 's/^/slurmd-/') $(bridge_names); do
         [[ -e $(pidfile_for "$n") ]] && printf '%s\n' "$n"
     done
     # slurmd PID files of nodes beyond the current NODES setting
@@ -207,7 +231,13 @@ cluster_stop() {
     stop_daemons 20 slurmdbd
     stop_daemons 30 mariadbd
     stop_daemons 10 munged
+    # shellcheck disable=SC2046
+    stop_daemons 5 $(bridge_names)
     rm -f "$RUN/config.sha"
+    # Whatever still runs in the namespace keeps it alive; an empty one is removed.
+    if [[ -z $(ip netns pids "$NETNS" 2>/dev/null) ]]; then
+        ip netns del "$NETNS" 2>/dev/null || true
+    fi
     if pgrep -x slurmstepd >/dev/null 2>&1; then
         warn "slurmstepd processes are still running: $(pgrep -x slurmstepd | tr '\n' ' ')"
     fi

@@ -45,7 +45,7 @@ SSH_OPTS=(-F /dev/null -p "$SSH_PORT" -i "$SSH_KEY" -o IdentitiesOnly=yes -o Bat
 # different fingerprint is restarted.
 config_sha() {
     {
-        cat "$SCRIPT_DIR/common.sh" "$SCRIPT_DIR/up.sh"
+        cat "$SCRIPT_DIR/common.sh" "$SCRIPT_DIR/up.sh" "$SCRIPT_DIR/in-ns.sh"
         printf '%s\n' "$BASE" "$NODES" "$CPUS"
     } | sha256sum | cut -d' ' -f1
 }
@@ -151,18 +151,43 @@ fi
 
 # --- ports ------------------------------------------------------------------
 
+# On the host, only the bridged ports; inside the namespace, every port (a namespace left
+# over from an earlier run may still hold processes).
 PORTS=("$SLURMCTLD_PORT" "$SLURMDBD_PORT" "$SSH_PORT" "$MYSQL_PORT")
 for ((i = 0; i < NODES; i++)); do PORTS+=($((SLURMD_PORT0 + i))); done
-busy=""
-for p in "${PORTS[@]}"; do
-    line=$(ss -H -ltnp 2>/dev/null | awk -v p=":$p" 'substr($4, length($4) - length(p) + 1) == p' | head -n1)
-    [[ -z $line ]] || busy+="  port $p: $line"$'\n'
-done
+port_users() {
+    local p line
+    for p in "${@:2}"; do
+        line=$($1 ss -H -ltnp 2>/dev/null | awk -v p=":$p" 'substr($4, length($4) - length(p) + 1) == p' | head -n1)
+        [[ -z $line ]] || printf '  port %s: %s\n' "$p" "$line"
+    done
+}
+busy=$(port_users "" "${BRIDGED_PORTS[@]}")
+if ip netns list 2>/dev/null | grep -qw "$NETNS"; then
+    busy+=$(port_users in_ns "${PORTS[@]}")
+fi
 if [[ -n $busy ]]; then
-    printf '%s: error: ports needed by the test cluster are in use by processes it did not start:\n%s' "$PROG" "$busy" >&2
+    printf '%s: error: ports needed by the test cluster are in use by processes it did not start:\n%s\n' "$PROG" "$busy" >&2
     printf '%s: stop them (or the other Slurm/MariaDB/sshd) and run up.sh again\n' "$PROG" >&2
     exit 1
 fi
+
+# --- the cluster's network namespace -----------------------------------------------
+
+ip netns list 2>/dev/null | grep -qw "$NETNS" || ip netns add "$NETNS"
+in_ns ip link set lo up
+# glibc's getaddrinfo(AI_ADDRCONFIG), which Slurm's daemons use to listen, returns no IPv4
+# address on a host whose only one is 127.0.0.1. A second loopback address counts; it is still
+# on lo, so nothing resolves a node to anything but the loopback.
+in_ns ip -4 addr show dev lo | grep -q '127.0.0.2/' || in_ns ip addr add 127.0.0.2/32 dev lo
+# Bound over /etc/hosts for everything in the namespace (in_ns): node names resolve to the
+# only address the cluster has.
+install -d -m 0755 "/etc/netns/$NETNS"
+{
+    printf '%s\n' "$MARKER"
+    printf '127.0.0.1 localhost %s %s\n' "$(hostname)" "$(node_names | tr '\n' ' ')"
+    printf '::1 localhost ip6-localhost ip6-loopback\n'
+} >"$NS_HOSTS"
 
 # --- fresh directories ------------------------------------------------------
 
@@ -173,6 +198,30 @@ install -d -m 0755 "$BASE" "$RUN" "$LOGDIR" "$SSHDIR" "$SSHDIR/authorized_keys" 
 install -d -m 0700 "$BASE/state/slurmctld"
 install -d -o mysql -g mysql -m 0750 "$MYSQL_DATA" "$LOGDIR/mariadb"
 install -d -o mysql -g mysql -m 0755 "$MYSQL_RUN"
+
+# --- bridges from the host's loopback into the namespace ---------------------------
+
+# Detached (own session, no inherited descriptors); the PID file names the process itself.
+spawn_bg() {
+    local pidfile=$1
+    shift
+    setsid -f sh -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$@" </dev/null >>"$LOGDIR/bridges.log" 2>&1 9>&-
+}
+for p in "${BRIDGED_PORTS[@]}"; do
+    sock=$RUN/bridge-$p.sock
+    spawn_bg "$(pidfile_for "bridge-in-$p")" \
+        env SRT_CLUSTER_NETNS="$NETNS" "$SCRIPT_DIR/in-ns.sh" socat "UNIX-LISTEN:$sock,fork,unlink-early,mode=0600" "TCP:127.0.0.1:$p"
+    spawn_bg "$(pidfile_for "bridge-out-$p")" \
+        socat "TCP-LISTEN:$p,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$sock"
+done
+bridges_up() {
+    local n
+    for n in $(bridge_names); do pid_of "$n" >/dev/null || return 1; done
+    for p in "${BRIDGED_PORTS[@]}"; do [[ -S $RUN/bridge-$p.sock ]] || return 1; done
+}
+# shellcheck disable=SC2046
+wait_for "bridges" 10 "$LOGDIR/bridges.log" "$(bridge_names | tr '\n' ' ')" bridges_up
+step "bridges for ports ${BRIDGED_PORTS[*]}"
 
 # --- munge ------------------------------------------------------------------
 
@@ -217,7 +266,7 @@ install -d -o "$TEST_USER" -g "$TEST_USER" -m 0755 "$HOME_DIR"
     exec 9>&-
     mariadb-install-db --no-defaults --user=mysql --datadir="$MYSQL_DATA" --auth-root-authentication-method=socket \
         --skip-test-db --skip-name-resolve >"$LOGDIR/mariadb-install.log" 2>&1
-    setsid -f /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$MYSQL_DATA" \
+    setsid -f env SRT_CLUSTER_NETNS="$NETNS" "$SCRIPT_DIR/in-ns.sh" /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$MYSQL_DATA" \
         --socket="$MYSQL_SOCK" --pid-file="$(pidfile_for mariadbd)" \
         --port="$MYSQL_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
         --log-error="$LOGDIR/mariadb/mariadbd.log" \
@@ -266,7 +315,7 @@ LogLevel VERBOSE
 EOF
 install -d -m 0755 /run/sshd
 /usr/sbin/sshd -t -f "$SSHDIR/sshd_config" || die "sshd -t rejected $SSHDIR/sshd_config"
-spawn /usr/sbin/sshd -f "$SSHDIR/sshd_config" -E "$LOGDIR/sshd.log"
+spawn in_ns /usr/sbin/sshd -f "$SSHDIR/sshd_config" -E "$LOGDIR/sshd.log"
 step "sshd started"
 
 # --- slurmdbd ---------------------------------------------------------------
@@ -367,7 +416,7 @@ EOF
 chmod 0644 "$SLURM_CONF.tmp"
 mv -f "$SLURM_CONF.tmp" "$SLURM_CONF"
 
-spawn /usr/sbin/slurmdbd >"$LOGDIR/slurmdbd.stderr" 2>&1
+spawn in_ns /usr/sbin/slurmdbd >"$LOGDIR/slurmdbd.stderr" 2>&1
 wait_for "slurmdbd (sacctmgr show cluster)" 30 "$LOGDIR/slurmdbd.log $LOGDIR/slurmdbd.stderr" slurmdbd \
     timeout 10 sacctmgr -n show cluster
 sacctmgr -i add cluster "$CLUSTER_NAME" >/dev/null
@@ -375,12 +424,12 @@ step "slurmdbd ready, cluster '$CLUSTER_NAME' registered"
 
 # --- slurmctld + slurmd -----------------------------------------------------------
 
-spawn /usr/sbin/slurmctld -c >"$LOGDIR/slurmctld.stderr" 2>&1
+spawn in_ns /usr/sbin/slurmctld -c >"$LOGDIR/slurmctld.stderr" 2>&1
 wait_for "slurmctld (scontrol ping)" 30 "$LOGDIR/slurmctld.log $LOGDIR/slurmctld.stderr" slurmctld slurm_up
 step "slurmctld UP"
 for n in $(node_names); do
     install -d -m 0755 "$BASE/spool/slurmd-$n"
-    spawn /usr/sbin/slurmd -N "$n" >"$LOGDIR/slurmd-$n.stderr" 2>&1
+    spawn in_ns /usr/sbin/slurmd -N "$n" >"$LOGDIR/slurmd-$n.stderr" 2>&1
 done
 node_logs=$(for n in $(node_names); do printf '%s ' "$LOGDIR/slurmd-$n.log" "$LOGDIR/slurmd-$n.stderr"; done)
 wait_for "$NODES nodes idle (sinfo)" 30 "$LOGDIR/slurmctld.log $node_logs" \

@@ -34,6 +34,7 @@ DEFAULT_BASE = Path("/var/lib/srt-console-cluster")
 
 INSTALL_TIMEOUT_S = 900
 UP_TIMEOUT_S = 240
+STACK_TIMEOUT_S = 1200  # the first time: srtctl's and Dynamo's dependencies from PyPI
 DOWN_TIMEOUT_S = 120
 
 
@@ -126,6 +127,7 @@ def slurm_cluster() -> Iterator[ClusterInfo]:
 
     _run_script("install.sh", INSTALL_TIMEOUT_S)
     _run_script("up.sh", UP_TIMEOUT_S)
+    _run_script("stack.sh", STACK_TIMEOUT_S)
     env_file = cluster_base() / "cluster.env"
     info = cluster_info_from_env(read_env_file(env_file))
     try:
@@ -192,8 +194,9 @@ def _chown_tree(path: Path, user: str) -> None:
 @pytest.fixture
 def site(slurm_cluster: ClusterInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A config and a data dir for launching on the test cluster: profiles `testcluster` (demo
-    launcher, the default), `testsrtctl` (the srtctl stand-in in a checkout of its own) and
-    `badkey` (a known_hosts without the cluster's key)."""
+    launcher, the default), `real` (the real srtctl in the checkout stack.sh installed, as an
+    operator would configure it), `testsrtctl` (the srtctl stand-in, for the fork's recipes the
+    real srtctl cannot run) and `badkey` (a known_hosts without the cluster's key)."""
     run_root = Path(slurm_cluster.workdir) / f"it-{uuid.uuid4().hex[:8]}"
     checkout = run_root / "srt-slurm"
     lib = checkout / "lib"
@@ -228,6 +231,11 @@ def site(slurm_cluster: ClusterInfo, tmp_path: Path, monkeypatch: pytest.MonkeyP
                 "ssh": ssh, "launcher": "srtctl", "srt_slurm": str(checkout), "srtctl": "./srtctl",
                 "workdir": str(run_root / "console-srtctl"), "results": str(checkout / "results"),
             },
+            "real": {
+                "ssh": ssh, "launcher": "srtctl", "srt_slurm": "~/srt-slurm", "srtctl": ".venv/bin/srtctl",
+                "workdir": str(run_root / "console-real"), "partition": slurm_cluster.partition,
+                "time_limit": "00:20:00",
+            },
             "badkey": {"ssh": {**ssh, "known_hosts": str(tmp_path / "empty_known_hosts")}},
         },
         "default_cluster": "testcluster",
@@ -238,6 +246,14 @@ def site(slurm_cluster: ClusterInfo, tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("SRT_CONSOLE_CONFIG", str(config_path))
     monkeypatch.setenv("SRT_CONSOLE_DATA", str(tmp_path / "data"))
     yield tmp_path
+
+
+@pytest.fixture(scope="session")
+def serving(slurm_cluster: ClusterInfo) -> Any:
+    """The real serving stack (real srtctl checkout, Dynamo image, a tokenizer-only model)."""
+    from tests.integration.serving import stack_for
+
+    return stack_for(slurm_cluster)
 
 
 def engine_for(site: Path) -> Engine:

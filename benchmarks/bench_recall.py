@@ -1,0 +1,84 @@
+"""Recall of the failure-signature catalog on labelled real log lines.
+
+Reads a YAML file of ``variants`` (``{id, line, source}``: a real failure line and the
+signature it must be found under) and ``benign`` (``{line, source}``: real lines that must
+match nothing), and prints recall by signature id and the false findings. The project's own
+set is tests/data/real-variants.yaml; a set kept apart from the project measures how the
+catalog generalises. Figures, not a test.
+
+    .venv/bin/python benchmarks/bench_recall.py [FILE ...] [--json out.json] [--misses]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from console.signatures import Matcher, default_matcher
+
+DEFAULT = Path(__file__).resolve().parents[1] / "tests" / "data" / "real-variants.yaml"
+
+
+def measure(matcher: Matcher, data: dict[str, list[dict[str, str]]]) -> dict[str, object]:
+    total: Counter[str] = Counter()
+    found: Counter[str] = Counter()
+    misses: list[dict[str, str | None]] = []
+    for entry in data.get("variants", []):
+        total[entry["id"]] += 1
+        finding = matcher.match_line(entry["line"])
+        if finding is not None and finding.signature_id == entry["id"]:
+            found[entry["id"]] += 1
+        else:
+            misses.append({"id": entry["id"], "got": finding.signature_id if finding else None, "line": entry["line"]})
+    false = [
+        {"line": entry["line"], "got": [f.signature_id for f in matcher.match_all(entry["line"])]}
+        for entry in data.get("benign", [])
+        if matcher.match_all(entry["line"])
+    ]
+    return {
+        "variants": sum(total.values()),
+        "found": sum(found.values()),
+        "recall": round(sum(found.values()) / max(1, sum(total.values())), 4),
+        "by_signature": {sig: [found[sig], total[sig]] for sig in sorted(total)},
+        "benign": len(data.get("benign", [])),
+        "false_findings": false,
+        "misses": misses,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", type=Path, default=[DEFAULT])
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--misses", action="store_true", help="print every missed line")
+    args = parser.parse_args(argv)
+    matcher = default_matcher()
+    report = {}
+    for path in args.files:
+        figures = measure(matcher, yaml.safe_load(path.read_text(encoding="utf-8")))
+        report[str(path)] = figures
+        print(f"{path}")
+        print(f"  recall           {figures['found']}/{figures['variants']} ({figures['recall']:.1%})")
+        print(f"  false findings   {len(figures['false_findings'])}/{figures['benign']} benign lines")  # type: ignore[arg-type]
+        for sig, (ok, n) in figures["by_signature"].items():  # type: ignore[attr-defined]
+            if ok < n or args.misses:
+                print(f"    {sig:34} {ok}/{n}")
+        if args.misses:
+            for miss in figures["misses"]:  # type: ignore[attr-defined]
+                print(f"  MISS {miss['id']} (got {miss['got']}): {miss['line'][:160]}")
+            for false in figures["false_findings"]:  # type: ignore[attr-defined]
+                print(f"  FALSE {false['got']}: {false['line'][:160]}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
