@@ -19,6 +19,7 @@ from console.clusters import Profile
 from console.events import AttemptChanged, ClusterChanged, EngineEvent, TrackingError
 from console.launchers import DemoLauncher, Launcher, LaunchError, SrtctlLauncher
 from console.model import Arm, Recipe
+from console.provenance import collect_provenance
 from console.recipes import load_recipe, load_targets
 from console.recipes.yamlio import dump
 from console.scheduler import Scheduler, SchedulerError
@@ -191,6 +192,8 @@ class Engine:
 
     async def _submit(self, rt: ClusterRuntime, arm_id: int, arm: Arm) -> AttemptRow:
         attempt = self.store.add_attempt(arm_id, rt.profile.name, rt.launcher.name, dump(arm.config), arm.concurrencies)
+        # Read right before the submission: the checkout as it is when the job is handed over.
+        self.store.set_provenance(attempt.id, (await collect_provenance(rt, arm)).to_json())
         try:
             submitted = await rt.launcher.submit(arm, attempt.number)
         except (LaunchError, SchedulerError, TransportError, OSError) as exc:

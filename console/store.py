@@ -93,6 +93,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE attempts ADD COLUMN cancel_requested_at REAL;
     """,
+    # What the attempt ran (JSON, console.provenance): checkout commit, srtctl, image, pins, recipe.
+    """
+    ALTER TABLE attempts ADD COLUMN provenance TEXT;
+    """,
 )
 
 # Attempt states beyond Slurm's: before a job id exists, and when submission failed.
@@ -149,6 +153,7 @@ class AttemptRow:
     ended_at: float | None
     updated_at: float
     cancel_requested_at: float | None = None
+    provenance: dict[str, Any] | None = None
 
     @property
     def live(self) -> bool:
@@ -277,6 +282,14 @@ class Store:
             db.execute(
                 "INSERT INTO attempt_states (attempt_id, at, state, source) VALUES (?, ?, ?, ?)",
                 (attempt_id, time.time(), JobState.PENDING.value, "submit"),
+            )
+
+    def set_provenance(self, attempt_id: int, provenance: Mapping[str, Any]) -> None:
+        """Record what the attempt runs (written once, when it is submitted)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE attempts SET provenance = ?, updated_at = ? WHERE id = ?",
+                (json.dumps(dict(provenance)), time.time(), attempt_id),
             )
 
     def mark_submit_failed(self, attempt_id: int, error: str) -> None:
@@ -408,5 +421,16 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["id"], r["arm_id"], r["number"], r["cluster"], r["launcher"], r["job_id"], r["output_dir"],
         r["results_dir"], r["config_yaml"], json.loads(r["concurrencies"]), r["state"], r["reason"],
         r["exit_code"], r["nodelist"], r["error"], r["submitted_at"], r["started_at"], r["ended_at"],
-        r["updated_at"], r["cancel_requested_at"],
+        r["updated_at"], r["cancel_requested_at"], _json_doc(r["provenance"]),
     )  # fmt: skip
+
+
+def _json_doc(text: str | None) -> dict[str, Any] | None:
+    """A stored JSON object, or None (absent, or unreadable: a damaged record is not fatal)."""
+    if not text:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None

@@ -45,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--wait", action="store_true", help="wait until every attempt has ended")
     p.add_argument("--dry-run", action="store_true", help="show what would run (srtctl dry-run); submit nothing")
+    p.add_argument(
+        "--force", action="store_true",
+        help="submit even when the pin checks fail (srt-slurm commit mismatch, unsupported backend)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = sub.add_parser("status", help="sweeps, arms and attempts with their Slurm states")
