@@ -38,6 +38,7 @@ from console.store import SUBMIT_FAILED, ArmRow, AttemptRow, Store
 if TYPE_CHECKING:
     from console.diagnosis import Diagnosis
     from console.engine import Engine
+    from console.triage import Triage
 
 __all__ = [
     "FAILED_STATES",
@@ -55,6 +56,7 @@ __all__ = [
     "plan_rerun",
     "plan_sweep_reruns",
     "rerun",
+    "triage_output_dir",
 ]
 
 # The last attempt's states that make an arm "failed" (rerun-worthy).
@@ -435,6 +437,12 @@ _LOG_SUFFIXES = (".out", ".log", ".err")
 
 def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Diagnosis | None:
     """The diagnosis of a job from its logs on this machine; None when there are none."""
+    triage = triage_output_dir(output_dir)
+    return triage.diagnose(state) if triage is not None else None
+
+
+def triage_output_dir(output_dir: str | Path) -> Triage | None:
+    """Every log of a job dir on this machine read into one triage; None when there are none."""
     from console.triage import Triage, read_lines
 
     logs = Path(output_dir) / "logs"
@@ -457,7 +465,7 @@ def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Dia
                 triage.feed(str(path), batch)
         except OSError:
             continue
-    return triage.diagnose(state)
+    return triage
 
 
 def last_attempt_diagnosis(

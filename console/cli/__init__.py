@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from console import __version__
-from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, watch_cmd
+from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, validate_cmd, watch_cmd
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 
     scan_cmd.add_parser(sub)
     results_cmd.add_parsers(sub)
+    validate_cmd.add_parsers(sub)
 
     p = sub.add_parser("watch", help="follow attempts live: stages, findings, diagnosis, points")
     p.add_argument("target", metavar="ATTEMPT|SWEEP")
@@ -108,6 +109,8 @@ def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
         "watch": watch_cmd.cmd_watch,
         "results": results_cmd.cmd_results,
         "rerun": results_cmd.cmd_rerun,
+        "report": validate_cmd.cmd_report,
+        "compare": validate_cmd.cmd_compare,
         "tui": lambda a: _tui(a, ui),
         None: lambda a: _tui(a, ui),
     }
