@@ -10,15 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from console.cli.context import CliError, open_context
-from console.compare import DEFAULT_THRESHOLD_PCT, Side, arm_side_points, compare, dir_side
+from console.compare import DEFAULT_THRESHOLD_PCT, Side, compare, dir_side
 from console.compare import render_markdown as compare_markdown
 from console.compare import render_text as compare_text
-from console.ids import parse_ref
 from console.report import ReportError, gather_report, render_markdown, report_json
-from console.rerun import arm_points_view, fetch_attempt_points
-from console.results import arm_points
-from console.session import Session
-from console.transport.base import TransportError
+from console.sides import SideError, store_side
 
 
 def add_parsers(sub: Any) -> None:
@@ -88,39 +84,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 # --- compare ------------------------------------------------------------------------------
 
 
-async def store_side(session: Session, text: str) -> Side:
-    """The points an id names: an attempt's own, an arm's merged, every arm's of a sweep."""
-    try:
-        ref = parse_ref(text)
-    except ValueError as exc:
-        raise CliError(f"{exc}, or a results directory on this machine") from None
-    store = session.store
-    try:
-        if ref.kind in ("attempt", "job"):
-            if ref.kind == "attempt":
-                found = [a for a in store.attempts(int(ref.id)) if a.number == ref.number]
-            else:
-                found = [a for a in store.attempts() if a.job_id == ref.id]
-            if not found:
-                raise CliError(f"no {ref.kind} {text}")
-            attempt = found[-1]
-            arm = store.arm(attempt.arm_id)
-            got = await fetch_attempt_points(session.engine, attempt)
-            points = arm_points(attempt.concurrencies, got.points)
-            return Side(text, arm_side_points(arm.summary if arm else {}, arm.name if arm else text, points))
-        arms = store.arms(int(ref.id)) if ref.kind == "sweep" else [a for a in [store.arm(int(ref.id))] if a]
-        if not arms:
-            raise CliError(f"no {ref.kind} {text}")
-        side_points = []
-        for arm in arms:
-            fetched = await session.arm_points(arm.id)
-            merged = arm_points_view(store, arm.id, session.monitor.views, attempt_points=fetched)
-            side_points += arm_side_points(arm.summary, arm.name, merged)
-        return Side(text, side_points)
-    except (TransportError, OSError) as exc:
-        raise CliError(f"cannot read the results of {text}: {exc}") from None
-
-
 async def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     paths = [Path(x) for x in (args.a, args.b)]
     session = None if all(p.is_dir() for p in paths) else open_context(args.config)
@@ -131,7 +94,10 @@ async def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
                 sides.append(dir_side(path))
             else:
                 assert session is not None
-                sides.append(await store_side(session, raw))
+                try:
+                    sides.append(await store_side(session, raw))
+                except SideError as exc:
+                    raise CliError(str(exc)) from None
         return sides[0], sides[1]
     finally:
         if session is not None:
@@ -158,4 +124,4 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-__all__ = ["add_parsers", "cmd_compare", "cmd_report", "store_side"]
+__all__ = ["add_parsers", "cmd_compare", "cmd_report"]
