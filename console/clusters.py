@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from console.config import Config
+from console.recipes.flavours import FLAVOUR_NAMES, Flavour, FlavourName
 from console.recipes.spec import Bool, Checker, Fields, Int, MapOf, Num, Str, dotted
 
 LOCAL = "local"
@@ -62,10 +63,23 @@ class Profile:
     demo_speed: float | None = None  # the demo engine's durations divided by this
     preflight: bool = True  # srtctl launcher: false passes --no-preflight (model paths only on compute nodes)
     srt_slurm_commit: str | None = None  # the srt-slurm commit this cluster's checkout must be at
+    srtctl_flavour: FlavourName | None = None  # which srtctl the checkout is, when set in the profile
 
     @property
     def where(self) -> str:
         return self.ssh.label if self.ssh else "this machine"
+
+    def flavour(self, detected: Flavour | None = None) -> Flavour | None:
+        """The srtctl recipes are checked for on this cluster: the profile's `srtctl_flavour`,
+        else what was detected from its checkout (flavours.detect_flavour), else unknown.
+        A detected version is kept when the profile names the same flavour."""
+        if self.launcher != "srtctl":
+            return None  # the demo engine reads its recipes itself
+        if self.srtctl_flavour is None:
+            return detected
+        if detected is not None and detected.name == self.srtctl_flavour:
+            return detected
+        return Flavour(self.srtctl_flavour)
 
 
 PROFILE_SPEC = Fields(
@@ -83,6 +97,7 @@ PROFILE_SPEC = Fields(
         "python": Str(),
         "max_channels": Int(1),
         "srtctl": Str(),
+        "srtctl_flavour": Str(*FLAVOUR_NAMES),
         "demo_speed": Num(0.01),
         "preflight": Bool(),
         "srt_slurm_commit": Str(),
@@ -143,7 +158,7 @@ def load_profiles(config: Config, data_dir: Path) -> tuple[dict[str, Profile], l
                 out.error((*path, field_name), message)
             if profile is not None and not more:
                 profiles[str(name)] = profile
-        for key, message, _severity in out.found:
+        for key, message, *_ in out.found:
             line = config.marks.line(key) if config.marks else None
             where = f"{config.path}:{line}" if line else str(config.path)
             problems.append(f"{where}: {dotted(key)}: {message}")
@@ -198,6 +213,7 @@ def _profile(name: str, raw: dict[str, Any], data_dir: Path) -> tuple[Profile | 
             demo_speed=float(raw["demo_speed"]) if raw.get("demo_speed") else None,
             preflight=raw.get("preflight") is not False,
             srt_slurm_commit=str(raw["srt_slurm_commit"]).lower() if raw.get("srt_slurm_commit") else None,
+            srtctl_flavour=raw.get("srtctl_flavour"),
         ),
         [],
     )

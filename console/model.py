@@ -23,6 +23,8 @@ class Problem:
     field: str
     message: str
     severity: Severity = "error"
+    # "job-start:<stage>": srtctl accepts the recipe, but its job stops at that stage.
+    kind: str = ""
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
@@ -57,6 +59,9 @@ class Topology:
     dedicated: tuple[str, ...] = ()
     tp: dict[str, int] = field(default_factory=dict)  # tensor-parallel size per role, where stated
     dp_attention: dict[str, bool] = field(default_factory=dict)
+    # The worker nodes srtctl asks for when that is not the sum of the roles' nodes: vLLM packing
+    # prefill and decode together, or a side given nodes but no workers.
+    node_count: int | None = None
 
     def role(self, name: RoleName) -> Role | None:
         return next((r for r in self.roles if r.name == name), None)
@@ -67,7 +72,7 @@ class Topology:
 
     @property
     def worker_nodes(self) -> int:
-        return sum(r.nodes for r in self.roles)
+        return self.node_count if self.node_count is not None else sum(r.nodes for r in self.roles)
 
     @property
     def node_demand(self) -> int:

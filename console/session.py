@@ -25,14 +25,16 @@ from console.model import Arm, Recipe
 from console.monitor import SETTLE_S, AttemptView, Monitor
 from console.rerun import (
     RerunPlan,
+    RerunRefused,
+    ResultsUnavailable,
     arm_points_view,
-    diagnose_output_dir,
     fetch_arm_points,
     plan_rerun,
     rerun,
 )
 from console.results import AttemptPoints, points_rows
 from console.store import ArmRow, AttemptRow, Store, SweepRow, default_data_dir
+from console.triage import diagnose_output_dir
 
 POLL_INTERVAL_S = 2.0
 
@@ -187,7 +189,10 @@ class Session:
     async def plan_rerun(self, arm_id: int, missing_only: bool) -> RerunPlan:
         """What a rerun of the arm would submit (:class:`RerunRefused` with the reason when none)."""
         views = self.monitor.views
-        fetched = await self.arm_points(arm_id) if missing_only else None
+        try:
+            fetched = await self.arm_points(arm_id) if missing_only else None
+        except ResultsUnavailable as exc:
+            raise RerunRefused(str(exc)) from None
         attempts = self.store.attempts(arm_id)
         last = attempts[-1] if attempts else None
         view = views.get(last.id) if last is not None else None

@@ -8,8 +8,8 @@ from pathlib import Path
 from console.compare import Side, arm_side_points, dir_side
 from console.engine import LaunchRefused
 from console.ids import parse_ref
-from console.rerun import RerunRefused, arm_points_view, fetch_attempt_points
 from console.results import arm_points
+from console.results.arms import ResultsUnavailable, arm_points_view, fetch_attempt_points
 from console.session import Session
 from console.transport.base import TransportError
 
@@ -55,5 +55,5 @@ async def store_side(session: Session, text: str) -> Side:
             merged = arm_points_view(store, arm.id, session.monitor.views, attempt_points=fetched)
             side_points += arm_side_points(arm.summary, arm.name, merged)
         return Side(text, side_points)
-    except (TransportError, OSError, RerunRefused, LaunchRefused) as exc:
+    except (TransportError, OSError, ResultsUnavailable, LaunchRefused) as exc:
         raise SideError(f"cannot read the results of {text}: {exc}") from None

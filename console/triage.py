@@ -20,7 +20,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, BinaryIO, Final
 
 from console.diagnosis import Diagnosis, FindingGroup, Observation, diagnose_groups
@@ -507,3 +507,46 @@ class Triage:
         if state.last_date is not None:
             return state.last_date + seconds, True
         return found
+
+
+# --------------------------------------------------------------------------- files on this machine
+
+LOG_SUFFIXES = (".out", ".log", ".err")
+_FEED_BATCH = 4096
+
+
+def feed_file(triage: Triage, path: Path) -> None:
+    """Feed a whole log file on this machine, line by line in batches; ``OSError`` when it cannot be read."""
+    name = str(path)
+    with path.open("rb") as fh:
+        batch: list[str] = []
+        for line in read_lines(fh):
+            batch.append(line)
+            if len(batch) >= _FEED_BATCH:
+                triage.feed(name, batch)
+                batch = []
+        triage.feed(name, batch)
+
+
+def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Diagnosis | None:
+    """The diagnosis of a job from its logs on this machine; None when there are none."""
+    triage = triage_output_dir(output_dir)
+    return triage.diagnose(state) if triage is not None else None
+
+
+def triage_output_dir(output_dir: str | Path) -> Triage | None:
+    """Every log of a job dir on this machine read into one triage; None when there are none."""
+    logs = Path(output_dir) / "logs"
+    try:
+        files = sorted(p for p in logs.iterdir() if p.is_file() and p.name.endswith(LOG_SUFFIXES))
+    except OSError:
+        return None
+    if not files:
+        return None
+    triage = Triage()
+    for path in files:
+        try:
+            feed_file(triage, path)
+        except OSError:
+            continue
+    return triage

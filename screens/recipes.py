@@ -15,6 +15,7 @@ from textual.widgets import Footer, Header, Static
 from console.launch_plan import ArmPlan
 from console.model import Recipe
 from console.recipes import load_recipe, load_targets
+from console.recipes.flavours import Flavour
 from console.recipes.loader import RECIPE_SUFFIXES
 from console.session import Session
 from screens.messages import LaunchRequested, RecipeSelected, RecipesLoaded, ReportsWorkerErrors
@@ -37,6 +38,9 @@ class RecipesScreen(ReportsWorkerErrors, Screen[None]):
         self.roots = roots
         self.notes = notes or []
         self.session = session
+        default = session.profiles.get(session.default_cluster) if session is not None else None
+        # Recipes are checked for the srtctl of the default cluster, when its profile says which.
+        self.flavour: Flavour | None = default.flavour() if default is not None else None
         self.recipes: dict[str, Recipe] = {}
         self.selected: str | None = None
 
@@ -56,7 +60,7 @@ class RecipesScreen(ReportsWorkerErrors, Screen[None]):
 
     @work(thread=True, exclusive=True, group="recipe-loader", exit_on_error=False)
     def load_library(self) -> None:
-        recipes = load_targets([str(r) for r in self.roots])
+        recipes = load_targets([str(r) for r in self.roots], flavour=self.flavour)
         self.post_message(RecipesLoaded(recipes, self.roots))
 
     @work(exclusive=True, group="recipe-watcher", exit_on_error=False)
@@ -72,7 +76,7 @@ class RecipesScreen(ReportsWorkerErrors, Screen[None]):
             if not changed:
                 continue
             if all(p in self.recipes for p in changed) and all(Path(p).exists() for p in changed):
-                updated = {**self.recipes, **{p: load_recipe(p) for p in changed}}
+                updated = {**self.recipes, **{p: load_recipe(p, flavour=self.flavour) for p in changed}}
                 self.post_message(RecipesLoaded(list(updated.values()), self.roots))
             else:  # files added or removed: the tree's shape changes
                 self.load_library()

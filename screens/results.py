@@ -28,8 +28,8 @@ from console.compare import Comparison, Side, arm_side_points, compare
 from console.engine import LaunchRefused
 from console.events import AttemptChanged, PointArrived, PointRunning
 from console.ids import arm_ref, attempt_ref, sweep_ref
-from console.rerun import RerunRefused, expected_points
 from console.results import AttemptPoints, PointResult, arm_view, points_csv, points_rows
+from console.results.arms import ResultsUnavailable, expected_points
 from console.session import Session
 from console.sides import SideError, side_of
 from console.store import ArmRow, AttemptRow
@@ -202,7 +202,7 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
         for arm_id, state in self.arms.items():
             try:
                 fetched: dict[int, AttemptPoints] = await self.session.arm_points(arm_id)
-            except (RerunRefused, OSError, LaunchRefused) as exc:
+            except (ResultsUnavailable, OSError, LaunchRefused) as exc:
                 self.notify(f"{arm_ref(arm_id)}: {exc}", severity="warning")
                 continue
             for attempt_id, got in fetched.items():

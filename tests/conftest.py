@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -24,3 +25,23 @@ def write_recipe(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return write
+
+
+# The real srtctl (upstream srt-slurm), as tests/run.sh installs it for the test cluster's user.
+REAL_SRTCTL = Path("/var/lib/srt-console-cluster/home/hpcuser/srt-slurm/.venv/bin/srtctl")
+
+
+@pytest.fixture(scope="session")
+def real_srtctl() -> Path:
+    """The `srtctl` executable of a real srt-slurm install: $SRT_REAL_SRTCTL, else the test
+    cluster's. Skipped with the reason when it is missing; under CI that is a failure."""
+    path = Path(os.environ.get("SRT_REAL_SRTCTL") or REAL_SRTCTL)
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        reason = (
+            f"the real srtctl is not installed at {path}: bash tests/run.sh installs it, "
+            "or point SRT_REAL_SRTCTL at an srtctl executable"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path

@@ -30,10 +30,12 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("recipes", help="list recipes with their arms, topology and grid")
     p.add_argument("paths", nargs="*", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    recipes_cmd.add_flavour_arguments(p)
 
     p = sub.add_parser("check", help="validate recipes; exit 1 when any has an error")
     p.add_argument("paths", nargs="+", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    recipes_cmd.add_flavour_arguments(p)
 
     p = sub.add_parser("clusters", help="list cluster profiles and check that each can be used")
     p.add_argument("--json", action="store_true", help="print one JSON document")

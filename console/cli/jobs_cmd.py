@@ -17,6 +17,7 @@ from console.launch_plan import ArmPlan, plan_arms, settings_label
 from console.launchers import LaunchError, SrtctlLauncher
 from console.model import Arm, Recipe
 from console.provenance import Provenance
+from console.recipes import load_targets
 from console.sanitize import clean_line
 from console.store import AttemptRow, Store
 from console.transport.base import TransportError
@@ -101,13 +102,15 @@ def cmd_launch(args: argparse.Namespace) -> int:
     cluster = args.cluster or ctx.default_cluster
     if cluster not in ctx.profiles:
         return _fail(f"unknown cluster {cluster!r}; configured: {', '.join(sorted(ctx.profiles))}")
-    recipes, arms = ctx.engine.plan(args.paths)
+    profile = ctx.profiles[cluster]
+    # Checked for the srtctl this cluster runs, when its profile says which (srtctl_flavour).
+    recipes = load_targets(args.paths, flavour=profile.flavour())
+    arms = [arm for recipe in recipes for arm in recipe.arms]
     problems = [str(p) for r in recipes for p in r.errors]
     if problems:
         return _fail("the recipes have errors; nothing was submitted", problems)
     if not arms:
         return _fail("no arms to launch")
-    profile = ctx.profiles[cluster]
     if not args.json:
         print(f"Launch {len(arms)} arm(s) on {cluster} ({profile.where}, {profile.launcher} launcher):")
         for arm in arms:

@@ -7,11 +7,42 @@ import json
 import sys
 from pathlib import Path
 
+from console.clusters import load_profiles
 from console.config import load_config
 from console.describe import grid_label, nodes_label, seq_label, topology_label
 from console.model import Recipe
 from console.paths import bundled_recipes_dir
 from console.recipes import load_targets
+from console.recipes.flavours import FLAVOUR_NAMES, Flavour, describe, parse_flavour
+from console.store import default_data_dir
+
+
+def add_flavour_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--flavour",
+        choices=FLAVOUR_NAMES,
+        help="check for this srtctl: upstream (NVIDIA/srt-slurm) or fork (SemiAnalysisAI/srt-slurm)",
+    )
+    group.add_argument("--cluster", metavar="NAME", help="check for the srtctl of this cluster profile "
+                       "(its srtctl_flavour)")  # fmt: skip
+
+
+class FlavourError(Exception):
+    pass
+
+
+def chosen_flavour(args: argparse.Namespace) -> Flavour | None:
+    """The srtctl flavour asked for on the command line; None when it is not known."""
+    if getattr(args, "flavour", None):
+        return parse_flavour(args.flavour)
+    name = getattr(args, "cluster", None)
+    if not name:
+        return None
+    profiles, _problems = load_profiles(load_config(args.config), default_data_dir())
+    if name not in profiles:
+        raise FlavourError(f"unknown cluster {name!r}; configured: {', '.join(sorted(profiles))}")
+    return profiles[name].flavour()
 
 
 def default_recipe_roots(config_path: str | None) -> tuple[list[str], list[str]]:
@@ -29,7 +60,12 @@ def cmd_recipes(args: argparse.Namespace) -> int:
     paths = args.paths
     if not paths:
         paths, notes = default_recipe_roots(args.config)
-    recipes = load_targets(paths)
+    try:
+        flavour = chosen_flavour(args)
+    except FlavourError as exc:
+        print(f"srt-console: {exc}", file=sys.stderr)
+        return 2
+    recipes = load_targets(paths, flavour=flavour)
     for note in notes:
         print(f"srt-console: {note}", file=sys.stderr)
     if args.json:
@@ -83,10 +119,21 @@ def _shown(path: str) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    recipes = load_targets(args.paths)
+    try:
+        flavour = chosen_flavour(args)
+    except FlavourError as exc:
+        print(f"srt-console: {exc}", file=sys.stderr)
+        return 2
+    recipes = load_targets(args.paths, flavour=flavour)
     failed = [r for r in recipes if not r.ok]
     if args.json:
-        json.dump({"recipes": [r.summary() for r in recipes], "ok": not failed}, sys.stdout, indent=2)
+        document = {
+            "recipes": [r.summary() for r in recipes],
+            "ok": not failed,
+            "flavour": flavour.name if flavour else None,
+            "checked_against": describe(flavour),
+        }
+        json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         for recipe in recipes:
@@ -94,5 +141,6 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(problem)
             if recipe.ok:
                 print(f"{recipe.path}: ok ({len(recipe.arms)} arm{'s' if len(recipe.arms) != 1 else ''})")
-        print(f"{len(recipes) - len(failed)} of {len(recipes)} recipe file(s) valid", file=sys.stderr)
+        print(f"{len(recipes) - len(failed)} of {len(recipes)} recipe file(s) valid, {describe(flavour)}",
+              file=sys.stderr)  # fmt: skip
     return 1 if failed or not recipes else 0

@@ -20,6 +20,7 @@ from console.recipes import load_recipe
 from console.rerun import (
     RerunPlan,
     RerunRefused,
+    ResultsUnavailable,
     arm_points_view,
     failed_arms,
     fetch_arm_points,
@@ -73,7 +74,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         else:
             ctx = open_context(args.config)
             groups = asyncio.run(_store_points(ctx, args.target))
-    except (CliError, RerunRefused) as exc:
+    except (CliError, RerunRefused, ResultsUnavailable) as exc:
         return _fail(str(exc))
     rows: list[dict[str, Any]] = []
     for arm_name, points in groups:
@@ -222,7 +223,7 @@ async def _plans(
             plans.append(
                 plan_rerun(ctx.store, arm.id, missing, diagnosis, attempt_points=fetched, base_config_yaml=base)
             )
-        except RerunRefused as exc:
+        except (RerunRefused, ResultsUnavailable) as exc:
             refused.append(str(exc))
         except (TransportError, OSError, LaunchRefused) as exc:
             refused.append(f"{arm_ref(arm.id)}: cannot read its results: {exc}")

@@ -19,13 +19,12 @@ from typing import Any, Final
 
 from console.diagnosis import Diagnosis, FindingGroup
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, StageSnapshot
-from console.triage import Triage, looks_binary, read_lines
+from console.triage import Triage, feed_file, looks_binary
 
 __all__ = ["ScanError", "add_parser", "cmd_scan", "collect_files", "scan_paths"]
 
 LOG_SUFFIXES: Final = (".out", ".log", ".err", ".txt")
 _SNIFF_BYTES: Final[int] = 8192
-_BATCH: Final[int] = 4096
 _MAX_DEPTH: Final[int] = 4
 _STATES: Final = (
     "PENDING",
@@ -162,16 +161,8 @@ def scan_paths(files: list[Path], triage: Triage | None = None) -> Triage:
     """Feed every file to a triage, line by line in batches."""
     triage = triage or Triage()
     for path in files:
-        name = str(path)
         try:
-            with path.open("rb") as fh:
-                batch: list[str] = []
-                for line in read_lines(fh):
-                    batch.append(line)
-                    if len(batch) >= _BATCH:
-                        triage.feed(name, batch)
-                        batch = []
-                triage.feed(name, batch)
+            feed_file(triage, path)
         except OSError as exc:
             raise ScanError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return triage

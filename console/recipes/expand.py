@@ -18,7 +18,6 @@ from typing import Any
 from console.recipes.yamlio import KeyPath, Marks
 
 _ZIP_INDEX = re.compile(r"^(zip_override_[^\[\]]+)\[(\d+)\]$")
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class ExpandError(Exception):
@@ -41,6 +40,9 @@ class Variant:
     params: dict[str, Any] = field(default_factory=dict)
     # Where keys of `config` were written in the file, most specific first.
     prefixes: tuple[KeyPath, ...] = ((),)
+    # How srtctl gets this job: "plain" (the whole file), "override" (a variant of an override
+    # file), "sweep" (a job of a plain file's sweep), "override-sweep" (a sweep inside a variant).
+    source: str = "plain"
 
     def line(self, marks: Marks, path: KeyPath) -> int | None:
         for prefix in self.prefixes:
@@ -62,24 +64,19 @@ def expand(data: dict[str, Any], selector: str | None) -> tuple[list[Variant], l
     """All variants of a loaded recipe for `selector`, plus warnings (as srtctl logs them)."""
     warnings: list[str] = []
     if is_override_file(data):
-        variants = _expand_overrides(data, selector)
+        variants = _expand_overrides(data, selector, warnings)
     else:
         if selector:
             warnings.append(f"selector {selector!r} ignored: not an override file (no top-level `base:`)")
         variants = [Variant(name=_name(data), config=data)]
     out: list[Variant] = []
     for variant in variants:
-        if isinstance(variant.config.get("sweep"), dict):
-            if variant.label:
-                warnings.append(
-                    f"{variant.label}: an override variant with `sweep:` may be rejected by srtctl "
-                    "(it validates the variant before expanding the sweep)"
-                )
-            out.extend(_expand_sweep(variant))
-        elif "sweep" in variant.config and variant.config["sweep"] is not None:
+        if "sweep" not in variant.config:
+            out.append(variant)
+        elif not isinstance(variant.config["sweep"], dict):
             raise ExpandError(("sweep",), "expected a mapping of parameter: [values]")
         else:
-            out.append(variant)
+            out.extend(_expand_sweep(variant, warnings))
     return out, warnings
 
 
@@ -106,18 +103,22 @@ def deep_merge(base: Any, override: Any) -> Any:
     return merged
 
 
-def _expand_overrides(data: dict[str, Any], selector: str | None) -> list[Variant]:
+def _expand_overrides(data: dict[str, Any], selector: str | None, warnings: list[str]) -> list[Variant]:
     base = data.get("base")
     if not isinstance(base, dict):
         raise ExpandError(("base",), "expected a mapping (the shared config of every variant)")
-    sections = [k for k in data if k != "base"]
+    # srtctl's order: the override_* sections sorted, then the zip_override_* sections sorted.
+    overrides = sorted(k for k in data if isinstance(k, str) and k.startswith("override_"))
+    zips = sorted(k for k in data if isinstance(k, str) and k.startswith("zip_override_"))
+    sections = overrides + zips
+    for key in data:
+        if key != "base" and key not in sections:
+            warnings.append(f"{key}: ignored by srtctl (an override file has base, override_<name> and "
+                            "zip_override_<name> sections)")  # fmt: skip
     for key in sections:
-        if not (str(key).startswith("override_") or str(key).startswith("zip_override_")):
-            raise ExpandError((key,), "unknown top-level key in an override file (expected base, override_<name>, "
-                              "zip_override_<name>)")  # fmt: skip
         if not isinstance(data[key], dict):
             raise ExpandError((key,), "expected a mapping")
-    base_name = _name(base) or "recipe"
+    base_name = _name(base) or "unnamed"
 
     if selector == "base":
         return [Variant(name=_name(base), config=copy.deepcopy(base), label="base", selector="base",
@@ -130,8 +131,8 @@ def _expand_overrides(data: dict[str, Any], selector: str | None) -> list[Varian
         m = _ZIP_INDEX.match(selector)
         if m:
             chosen, index = [m.group(1)], int(m.group(2))
-        elif any(ch in selector for ch in "*?["):
-            chosen = [str(k) for k in sections if fnmatch.fnmatchcase(str(k), selector)]
+        elif any(ch in selector for ch in "*?"):
+            chosen = sorted(k for k in sections if fnmatch.fnmatchcase(k, selector))
         else:
             chosen = [selector] if selector in data else []
         if not chosen:
@@ -144,9 +145,10 @@ def _expand_overrides(data: dict[str, Any], selector: str | None) -> list[Varian
         if key.startswith("override_"):
             suffix = key[len("override_") :]
             config = deep_merge(base, section)
-            name = _name(section) or f"{base_name}_{suffix}"
-            config["name"] = name
-            out.append(Variant(name=name, config=config, label=key, selector=key, prefixes=((key,), ("base",))))
+            if "name" not in section:  # an override's own `name:` (even null) is kept as it is
+                config["name"] = f"{base_name}_{suffix}"
+            out.append(Variant(name=_name(config), config=config, label=key, selector=key,
+                               prefixes=((key,), ("base",)), source="override"))  # fmt: skip
         else:
             members = _zip_members(key, section, base_name)
             if index is not None:
@@ -155,21 +157,33 @@ def _expand_overrides(data: dict[str, Any], selector: str | None) -> list[Varian
                 members = [members[index]]
             for i, (name, patch) in members:
                 config = deep_merge(base, patch)
-                config["name"] = name
-                out.append(Variant(name=name, config=config, label=f"{key}[{i}]", selector=f"{key}[{i}]",
-                                   prefixes=((key,), ("base",))))  # fmt: skip
+                if name is not None:
+                    config["name"] = name
+                out.append(Variant(name=_name(config), config=config, label=f"{key}[{i}]", selector=f"{key}[{i}]",
+                                   prefixes=((key,), ("base",)), source="override"))  # fmt: skip
     return out
 
 
-def _zip_members(key: str, section: dict[str, Any], base_name: str) -> list[tuple[int, tuple[str, Any]]]:
+def _zip_members(key: str, section: dict[str, Any], base_name: str) -> list[tuple[int, tuple[str | None, Any]]]:
     names = section.get("name")
     body = {k: v for k, v in section.items() if k != "name"}
     lengths: dict[KeyPath, int] = {}
+    lists = 0
     for path, leaf in _leaves(body, ()):
-        if isinstance(leaf, list) and len(leaf) != 1:
-            lengths[path] = len(leaf)
-    sizes = set(lengths.values())
+        if isinstance(leaf, list):
+            lists += 1
+            if not leaf:
+                raise ExpandError((key, *path), "is an empty list: a zip group cannot have zero variants")
+            if len(leaf) != 1:
+                lengths[path] = len(leaf)
     if isinstance(names, list):
+        lists += 1
+        if not names:
+            raise ExpandError((key, "name"), "is an empty list: a zip group cannot have zero variants")
+    if not lists:
+        raise ExpandError((key,), "has no list values: nothing to zip (use override_<name> for one variant)")
+    sizes = set(lengths.values())
+    if isinstance(names, list) and len(names) != 1:
         sizes.add(len(names))
     if len(sizes) > 1:
         detail = ", ".join(f"{'.'.join(map(str, p))}={n}" for p, n in lengths.items())
@@ -180,16 +194,15 @@ def _zip_members(key: str, section: dict[str, Any], base_name: str) -> list[tupl
         odd = next((p for p, n in lengths.items() if n != first), ())
         raise ExpandError((key, *odd), f"zip lists have different lengths ({detail})")
     count = sizes.pop() if sizes else 1
-    if count == 0:
-        raise ExpandError((key,), "zip lists are empty")
-    members: list[tuple[int, tuple[str, Any]]] = []
+    members: list[tuple[int, tuple[str | None, Any]]] = []
     for i in range(count):
         patch = _pick(body, i)
+        name: str | None
         if isinstance(names, list):
-            name = str(names[i])
-        elif isinstance(names, str):
-            name = f"{names}_{i}"
-        else:
+            # A listed name is merged like any other value (srtctl does not stringify it).
+            patch["name"] = copy.deepcopy(names[0 if len(names) == 1 else i])
+            name = None
+        else:  # a scalar name would repeat in every variant: srtctl names them itself
             name = f"{base_name}_{key[len('zip_override_') :]}_{i}"
         members.append((i, (name, patch)))
     return members
@@ -215,32 +228,38 @@ def _pick(node: Any, i: int) -> Any:
 # --- sweeps ----------------------------------------------------------------------------
 
 
-def _expand_sweep(variant: Variant) -> list[Variant]:
+def _expand_sweep(variant: Variant, warnings: list[str]) -> list[Variant]:
+    """srtctl's `generate_sweep_configs`: the Cartesian product of the parameter lists, each
+    `{param}` in a string replaced by the value's text (a whole-string placeholder of a list
+    value becomes the list), each job named `<name>_<k1><v1>_<k2><v2>`."""
     config = dict(variant.config)
     sweep = config.pop("sweep")
-    if not sweep:
-        raise ExpandError(("sweep",), "is empty: give at least one parameter with a list of values")
+    axes: list[list[Any]] = []
     for key, values in sweep.items():
-        if not isinstance(values, list) or not values:
-            raise ExpandError(("sweep", key), "expected a non-empty list of values")
+        if isinstance(values, str):
+            warnings.append(f"sweep.{key}: a string is swept character by character, as srtctl does")
+            values = list(values)
+        if not isinstance(values, list):
+            raise ExpandError(("sweep", key), f"expected a list of values, got {type(values).__name__}")
+        if not values:
+            warnings.append(f"sweep.{key}: an empty list: srtctl submits no jobs for this sweep")
+        axes.append(values)
+    if "name" not in config and all(axes):
+        raise ExpandError(("name",), "is required: each job of a sweep is named after it")
     keys = list(sweep)
-    base_name = _name(config) or "sweep"
     out: list[Variant] = []
-    for combo in itertools.product(*(sweep[k] for k in keys)):
+    for combo in itertools.product(*axes):
         params = dict(zip(keys, combo, strict=True))
         resolved = _substitute(config, params)
-        name = base_name + "".join(f"_{k}{_fmt(v)}" for k, v in params.items())
+        name = f"{config.get('name')}_" + "_".join(f"{k}{v}" for k, v in params.items())
         resolved["name"] = name
-        label = ", ".join(f"{k}={_fmt(v)}" for k, v in params.items())
+        label = ", ".join(f"{k}={v}" for k, v in params.items())
         if variant.label:
             label = f"{variant.label} {label}"
+        source = "override-sweep" if variant.source == "override" else "sweep"
         out.append(Variant(name=name, config=resolved, label=label, selector=variant.selector, params=params,
-                           prefixes=variant.prefixes))  # fmt: skip
+                           prefixes=variant.prefixes, source=source))  # fmt: skip
     return out
-
-
-def _fmt(value: Any) -> str:
-    return str(value)
 
 
 def _substitute(node: Any, params: dict[str, Any]) -> Any:
@@ -249,10 +268,16 @@ def _substitute(node: Any, params: dict[str, Any]) -> Any:
     if isinstance(node, list):
         return [_substitute(v, params) for v in node]
     if isinstance(node, str):
-        whole = _PLACEHOLDER.fullmatch(node)
-        if whole and whole.group(1) in params:
-            return copy.deepcopy(params[whole.group(1)])
-        return _PLACEHOLDER.sub(lambda m: _fmt(params[m.group(1)]) if m.group(1) in params else m.group(0), node)
+        text = node
+        for key, value in params.items():
+            placeholder = f"{{{key}}}"
+            if isinstance(value, list):
+                if text == placeholder:
+                    return copy.deepcopy(value)
+                text = text.replace(placeholder, ",".join(str(v) for v in value))
+            else:
+                text = text.replace(placeholder, str(value))
+        return text
     return node
 
 

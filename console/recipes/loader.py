@@ -9,9 +9,11 @@ from typing import Any
 
 from console.model import Arm, Pin, Problem, Recipe, RecipeKind
 from console.recipes import expand as expansion
+from console.recipes import fork, upstream
 from console.recipes import pins as pinning
-from console.recipes import schema
-from console.recipes.spec import Checker, dotted
+from console.recipes.flavours import Flavour, FlavourName, judge
+from console.recipes.sections import OWN
+from console.recipes.spec import Checker, Finding, dotted
 from console.recipes.topology import (
     backend_type,
     combination_rules,
@@ -36,8 +38,14 @@ def split_target(target: str) -> tuple[str, str | None]:
     return path, selector or None
 
 
-def load_recipe(path: str | os.PathLike[str], selector: str | None = None, text: str | None = None) -> Recipe:
-    """One recipe file, expanded for `selector` the way `srtctl apply -f path[:selector]` would."""
+def load_recipe(
+    path: str | os.PathLike[str],
+    selector: str | None = None,
+    text: str | None = None,
+    flavour: Flavour | None = None,
+) -> Recipe:
+    """One recipe file, expanded for `selector` the way `srtctl apply -f path[:selector]` would,
+    and checked for the srtctl `flavour` that will run it (None: not known)."""
     shown = str(path)
     if text is None:
         try:
@@ -72,14 +80,14 @@ def load_recipe(path: str | os.PathLike[str], selector: str | None = None, text:
     arms: list[Arm] = []
     seen: set[tuple[int | None, str, str]] = set()
     for variant in variants:
-        arm, found = _arm(shown, variant, comment_pins)
-        for key, message, severity in found:
+        arm, found = _arm(shown, variant, comment_pins, flavour)
+        for key, message, severity, finding_kind in found:
             line = variant.line(marks, key)
             label = dotted(key)
             if (line, label, message) in seen:
                 continue
             seen.add((line, label, message))
-            problems.append(Problem(shown, line, label, message, severity))  # type: ignore[arg-type]
+            problems.append(Problem(shown, line, label, message, severity, finding_kind))  # type: ignore[arg-type]
         if arm is not None:
             arms.append(arm)
     kind: RecipeKind = "override" if expansion.is_override_file(data) else ("sweep" if "sweep" in data else "plain")
@@ -90,21 +98,43 @@ def _broken(path: str, line: int | None, message: str, text: str = "") -> Recipe
     return Recipe(path, (), (Problem(path, line, "", message),), text, "invalid")
 
 
+def check_config(config: dict[str, Any], source: str = "plain") -> tuple[Any, dict[FlavourName, list[Finding]]]:
+    """One job's config checked by every flavour: (topology, findings per flavour).
+
+    `source` is how srtctl gets the job (see expand.Variant.source)."""
+    shape = Checker()
+    topo = topology(config, shape)
+    points = Checker()
+    grid(config, points)
+    up = Checker()
+    upstream.check(config, up, plain_file=source == "plain", extra_top=OWN)
+    if source == "override-sweep":
+        up.error(("sweep",), "srtctl checks an override variant before it expands the variant's sweep, "
+                 "and refuses `sweep:` there: move the sweep into its own file")  # fmt: skip
+    # The console's concurrency reading: srtctl passes a string on to the benchmark unread.
+    up.found += [Finding(f.path, f"{f.message} (srtctl passes it to the benchmark as it is)", "warning")
+                 if f.severity == "error" else f for f in points.found]  # fmt: skip
+    fk = Checker()
+    fork.check(config, fk, extra_top=OWN)
+    fk.found += shape.found + points.found
+    combination_rules(config, topo, fk)
+    return topo, {"upstream": up.found, "fork": fk.found}
+
+
 def _arm(
-    path: str, variant: expansion.Variant, comment_pins: list[Pin]
-) -> tuple[Arm | None, list[tuple[Any, str, str]]]:
+    path: str, variant: expansion.Variant, comment_pins: list[Pin], flavour: Flavour | None
+) -> tuple[Arm | None, list[tuple[Any, str, str, str]]]:
     config = variant.config
+    topo, found = check_config(config, variant.source)
     out = Checker()
+    for section, spec in OWN.items():
+        if section in config:
+            spec.check(config[section], (section,), out)
+    verdict = [*judge(found, flavour), *((f.path, f.message, f.severity, f.kind) for f in out.found)]
     v2 = schema_version(config) == 2
-    if not v2 and ("engine" in config or "roles" in config):
-        out.error(("schema",), "`engine`/`roles` are the schema 2 layout: add `schema: 2`")
-    (schema.TOP_V2 if v2 else schema.TOP_V1).check(config, (), out)
-    errors_before = sum(1 for f in out.found if f[2] == "error")
-    topo = topology(config, out)
-    combination_rules(config, topo, out)
-    points, isl, osl = grid(config, out)
-    if errors_before and not topo.roles:
-        return None, out.found
+    points, isl, osl = grid(config, Checker())
+    if any(severity == "error" for _, _, severity, _ in verdict) and not topo.roles:
+        return None, verdict
     model, resources, bench = (_mapping(config.get(k)) for k in ("model", "resources", "benchmark"))
     arm = Arm(
         name=variant.name or Path(path).stem,
@@ -127,7 +157,7 @@ def _arm(
         pins=tuple(_unique_pins(pinning.config_pins(config) + comment_pins)),
         params=variant.params,
     )
-    return arm, out.found
+    return arm, verdict
 
 
 def _unique_pins(pins: list[Pin]) -> list[Pin]:
@@ -158,16 +188,17 @@ def recipe_files(root: Path) -> list[Path]:
     return found
 
 
-def load_targets(targets: Iterable[str | os.PathLike[str]]) -> list[Recipe]:
-    """Files (with optional `:selector`) and directories, as `srtctl apply -f` accepts them."""
+def load_targets(targets: Iterable[str | os.PathLike[str]], flavour: Flavour | None = None) -> list[Recipe]:
+    """Files (with optional `:selector`) and directories, as `srtctl apply -f` accepts them,
+    checked for the srtctl `flavour` that will run them (None: not known)."""
     recipes: list[Recipe] = []
     for target in targets:
         path_text, selector = split_target(str(target))
         path = Path(path_text)
         if path.is_dir():
-            recipes.extend(load_recipe(f) for f in recipe_files(path))
+            recipes.extend(load_recipe(f, flavour=flavour) for f in recipe_files(path))
         elif not path.exists():
             recipes.append(_broken(path_text, None, "no such file or directory"))
         else:
-            recipes.append(load_recipe(path, selector))
+            recipes.append(load_recipe(path, selector, flavour=flavour))
     return recipes

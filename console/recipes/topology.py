@@ -6,7 +6,7 @@ from typing import Any
 
 from console.model import Mode, Role, RoleName, Topology
 from console.recipes.expand import parse_concurrencies
-from console.recipes.spec import Checker
+from console.recipes.spec import Checker, loose_bool, loose_int
 from console.recipes.yamlio import KeyPath
 
 DEFAULT_GPUS_PER_NODE = 4  # srtctl's default without a cluster config (srtslurm.yaml)
@@ -17,7 +17,9 @@ _MODE_KEYS: dict[RoleName, str] = {"prefill": "prefill", "decode": "decode", "ag
 
 
 def _int(value: Any, default: int | None = None) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+    # As srtctl's loader reads integers: "4" is 4 (a type error is reported by the schema).
+    read = loose_int(value)
+    return default if read is None else read
 
 
 def _map(value: Any) -> dict[str, Any]:
@@ -46,8 +48,9 @@ def topology(config: dict[str, Any], out: Checker) -> Topology:
     gpn = _int(resources.get("gpus_per_node"), DEFAULT_GPUS_PER_NODE) or DEFAULT_GPUS_PER_NODE
     roles = _roles_v2(config, gpn, out) if schema_version(config) == 2 else _roles_v1(resources, gpn, out)
     mode: Mode = "agg" if any(r.name == "agg" for r in roles) else "disagg"
+    packed = _packed_nodes(config, roles, gpn)
     for role in roles:
-        if role.nodes and role.workers * role.gpus_per_worker > role.nodes * gpn:
+        if packed is None and role.nodes and role.workers * role.gpus_per_worker > role.nodes * gpn:
             out.error(
                 _role_path(config, role.name),
                 f"{role.workers} {role.name} worker(s) x {role.gpus_per_worker} GPUs do not fit on "
@@ -57,7 +60,33 @@ def topology(config: dict[str, Any], out: Checker) -> Topology:
     if backend_type(config) == "atom":
         # ATOM is launched with `-tp <gpus per worker>`; recipes may not set it themselves.
         tp = {r.name: r.gpus_per_worker for r in roles}
-    return Topology(mode, gpn, tuple(roles), _dedicated(config), tp, dpa)
+    count = packed if packed is not None else _declared_nodes(config, roles)
+    return Topology(mode, gpn, tuple(roles), _dedicated(config), tp, dpa, count)
+
+
+def _declared_nodes(config: dict[str, Any], roles: list[Role]) -> int | None:
+    """srtctl asks for prefill_nodes + decode_nodes even where a side has no workers."""
+    res = _map(config.get("resources"))
+    if schema_version(config) == 2 or (res.get("prefill_nodes") is None and res.get("decode_nodes") is None):
+        return None
+    declared = (_int(res.get("prefill_nodes"), 0) or 0) + (_int(res.get("decode_nodes"), 0) or 0)
+    return declared if declared != sum(r.nodes for r in roles) else None
+
+
+def _packed_nodes(config: dict[str, Any], roles: list[Role], gpn: int) -> int | None:
+    """vLLM with `allow_prefill_decode_colocation` packs prefill and decode workers onto as few
+    nodes as hold their GPUs (one node, or several with `..._across_nodes`)."""
+    backend = _map(config.get("backend"))
+    if schema_version(config) == 2 or backend_type(config) != "vllm":
+        return None
+    if loose_bool(backend.get("allow_prefill_decode_colocation")) is not True:
+        return None
+    if not any(r.name == "prefill" for r in roles) or not any(r.name == "decode" for r in roles):
+        return None
+    gpus = sum(r.gpus for r in roles)
+    if gpus > gpn and loose_bool(backend.get("allow_prefill_decode_colocation_across_nodes")) is not True:
+        return None
+    return -(-gpus // gpn)
 
 
 def _role_path(config: dict[str, Any], role: RoleName) -> KeyPath:
@@ -146,15 +175,24 @@ def _roles_v2(config: dict[str, Any], gpn: int, out: Checker) -> list[Role]:
 
 
 def _dedicated(config: dict[str, Any]) -> tuple[str, ...]:
+    """Whole nodes srtctl adds to the workers', one entry per node. In schema 1 the etcd/NATS,
+    frontend and benchmark-client roles share one reserved node unless
+    `benchmark.colocate_with_frontend: false` (then one node each)."""
     extra: list[str] = []
-    if _map(config.get("infra")).get("etcd_nats_dedicated_node") is True:
+    if loose_bool(_map(config.get("infra")).get("etcd_nats_dedicated_node")) is True:
         extra.append("etcd-nats")
     frontend = _map(config.get("frontend"))
-    if frontend.get("dedicated_node") is True or _map(frontend.get("placement")).get("node") == "dedicated":
+    if loose_bool(frontend.get("dedicated_node")) is True or _map(frontend.get("placement")).get("node") == "dedicated":
         extra.append("frontend")
     bench = _map(config.get("benchmark"))
-    if bench.get("client_dedicated_node") is True or _map(bench.get("placement")).get("node") == "dedicated":
+    if (
+        loose_bool(bench.get("client_dedicated_node")) is True
+        or _map(bench.get("placement")).get("node") == "dedicated"
+    ):
         extra.append("benchmark")
+    shared = schema_version(config) == 1 and loose_bool(bench.get("colocate_with_frontend", True)) is not False
+    if shared and len(extra) > 1:
+        extra = ["+".join(extra)]
     services = config.get("services")
     if isinstance(services, list):
         for i, svc in enumerate(services):
@@ -218,25 +256,13 @@ def _env_int(env: dict[str, Any], key: str) -> int | None:
 
 
 def combination_rules(config: dict[str, Any], topo: Topology, out: Checker) -> None:
-    """srtctl's frontend/backend pairings (reference/srtctl.md §1.3, §1.7)."""
+    """The fork's pairings of its ATOM backend and frontends (reference/srtctl.md §1.7); the
+    pairings both flavours share are srtctl's load-time rules (console.recipes.upstream.rules)."""
     backend, frontend = backend_type(config), frontend_type(config)
-    fe = _map(config.get("frontend"))
     fe_path: KeyPath = ("frontend", "type")
     be_path: KeyPath = ("engine",) if schema_version(config) == 2 else ("backend", "type")
     single_agg = topo.mode == "agg" and sum(r.workers for r in topo.roles) == 1
-    if frontend == "vllm":
-        if backend != "vllm":
-            out.error(fe_path, f"frontend vllm needs backend vllm, not {backend}")
-        if not single_agg:
-            out.error(fe_path, "frontend vllm serves one aggregated worker (agg_workers: 1)")
-        if fe.get("enable_multiple_frontends", True) is not False:
-            out.error(("frontend", "enable_multiple_frontends"), "must be false with frontend vllm")
-    elif frontend == "trtllm_serve":
-        if backend != "trtllm":
-            out.error(fe_path, f"frontend trtllm_serve needs backend trtllm, not {backend}")
-        if fe.get("enable_multiple_frontends", True) is not False:
-            out.error(("frontend", "enable_multiple_frontends"), "must be false with frontend trtllm_serve")
-    elif frontend in ("atomesh", "atom") and backend != "atom":
+    if frontend in ("atomesh", "atom") and backend != "atom":
         out.error(fe_path, f"frontend {frontend} needs backend atom, not {backend}")
     if backend == "atom":
         if frontend == "atom" and not single_agg:
@@ -249,5 +275,5 @@ def combination_rules(config: dict[str, Any], topo: Topology, out: Checker) -> N
                     _role_path(config, role.name),
                     f"an ATOM endpoint must fit on one node: {role.gpus_per_worker} GPUs > {topo.gpus_per_node}",
                 )
-    if frontend == "vllm" and topo.mode != "agg":
+    if schema_version(config) == 2 and frontend == "vllm" and topo.mode != "agg":
         out.error(fe_path, "frontend vllm is aggregated only")

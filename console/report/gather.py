@@ -18,13 +18,13 @@ from console.diagnosis import Diagnosis
 from console.ids import Ref, arm_ref, attempt_ref, parse_ref, sweep_ref
 from console.provenance import Provenance
 from console.report.words import furthest_stage
-from console.rerun import arm_points_view, fetch_attempt_points, triage_output_dir
 from console.results import AttemptPoints, PointResult, arm_points
+from console.results.arms import ResultsUnavailable, arm_points_view, fetch_attempt_points
 from console.session import Session
 from console.stages import StageSnapshot
 from console.store import ArmRow, AttemptRow
 from console.transport.base import TransportError
-from console.triage import Triage
+from console.triage import Triage, triage_output_dir
 
 REMOTE_LOGS_TIMEOUT_S = 120.0
 _LOG_SUFFIXES = (".out", ".log", ".err")
@@ -126,7 +126,10 @@ async def gather_report(session: Session, target: str, *, logs_timeout: float = 
             ref = attempt_ref(arm.id, attempt.number)
             facts.append(AttemptFacts(ref, attempt, provenance, diagnosis, snapshot, own, where))
         if len(attempts) == len(session.store.attempts(arm.id)):
-            merged = arm_points_view(session.store, arm.id, session.monitor.views, attempt_points=fetched)
+            try:
+                merged = arm_points_view(session.store, arm.id, session.monitor.views, attempt_points=fetched)
+            except ResultsUnavailable as exc:
+                raise ReportError(str(exc)) from None
         else:  # one attempt: its own points only
             merged = facts[0].points if facts else []
         report.arms.append(ArmFacts(arm_ref(arm.id), arm, facts, merged))

@@ -6,6 +6,7 @@
 - :mod:`reader`: the one route that reads an attempt's files, here or on a cluster;
 - :mod:`progress`: the one parser of the concurrency benchmark.out says is running;
 - :mod:`rollup`, :mod:`metadata`: ``benchmark-rollup.json`` and ``<JOBID>.json``;
+- :mod:`arms`: one arm's results across its attempts (read, then merged);
 - :mod:`export`: points as JSON documents and CSV.
 """
 

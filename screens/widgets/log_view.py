@@ -1,34 +1,29 @@
 """A fast view of one attempt's log files, one file at a time.
 
-:class:`LogBody` is a ``ScrollView`` on Textual's Line API: it holds at most ``max_lines``
-lines per file, renders only the rows on screen, and keeps rendered rows in an LRU cache of
-strips. Live lines arrive in batches and are coalesced: a lone line is shown at once, a burst
-by one refresh per ``FLUSH_S``. A file is first shown from its last ``TAIL_BYTES`` (read through
-a range reader at the follower's position, so line numbers are exact) and then continues with
-its live lines. Older content is paged in on demand (``o``, or scrolling to the top); a line far
-above the held ones (a finding in a big log) is reached by paging back or by reading the file's
-start, whichever is nearer; such a window away from the tail pages newer lines in when scrolled
-to its bottom and rejoins the live stream. So a gigabyte log costs a few megabytes of memory.
+What is held of each file, and how it is paged from the file and spliced onto the live stream,
+is the headless :mod:`console.logwindow` (a ``FileWindow`` per file, one ``Pager``); this
+module draws. :class:`LogBody` is a ``ScrollView`` on Textual's Line API: it renders only the
+rows on screen and keeps rendered rows in an LRU cache of strips. Live lines arrive in batches
+and are coalesced: a lone line is shown at once, a burst by one refresh per ``FLUSH_S``. Older
+content is paged in on demand (``o``, or scrolling to the top); a window away from the tail
+pages newer lines in when scrolled to its bottom.
 
-Log text is untrusted: every line goes through :func:`console.sanitize.clean_line` and is drawn
-with ``rich.text.Text`` (never markup), so escape sequences are removed, ``[bold red]`` stays
-literal text and a very long line is capped.
+Log text is untrusted: every held line went through :func:`console.sanitize.clean_line` and is
+drawn with ``rich.text.Text`` (never markup), so escape sequences are removed, ``[bold red]``
+stays literal text and a very long line is capped.
 
 :class:`LogView` wraps it with a file selector, a search/filter prompt and a status line.
 """
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import ClassVar
 
-from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events, on, work
@@ -43,46 +38,25 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input, Static
 
-from console.sanitize import clean_line
+from console.logwindow import (
+    MAX_LINES,
+    Change,
+    FileWindow,
+    LinesMissed,
+    Live,
+    Pager,
+    PositionOf,
+    RangeReader,
+)
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE
 from screens.messages import ReportsWorkerErrors
 
-MAX_LINES = 20_000
-"""Lines kept in memory per file; older ones are paged back in on demand."""
-MAX_CHARS = 2000
-"""A line is cut to this many characters for display (with a ``… [+N chars]`` marker)."""
-TAIL_BYTES = 64 * 1024
-"""How much of a file's end is read when it is first shown."""
-WHOLE_BYTES = 4 << 20
-"""A file whose stream position is unknown is read whole when it is smaller than this."""
-PAGE_BYTES = 64 * 1024
-"""How much older content one page-back reads."""
 FLUSH_S = 0.05
 """At most one refresh for arriving lines per this interval."""
-JUMP_BUDGET_PAGES = 64
-"""Pages read back at most to reach a line (a finding) not in memory."""
-HEAD_SCAN_BYTES = 16 << 20
-"""How much of a file's start is read at most to reach a line far above the held ones."""
-WINDOW_CONTEXT = 200
-"""Lines shown above a line reached from the start of the file."""
-LONG_LINE_SCAN = 64 << 20
-"""How far back the start of one very long line is looked for when paging."""
-SCAN_STEP = 1 << 20
-"""Bytes read at a time when scanning for a line's start or end."""
+LOAD_WAIT_S = 10.0
+"""How long a jump waits for the file's end to be read."""
 
 _SEVERITY_RANK = {"fatal": 3, "error": 2, "warning": 1}
-
-# Reads ``length`` bytes of ``file`` from ``offset`` (negative: from the end).
-RangeReader = Callable[[str, int, int], Awaitable[bytes]]
-# The follower's (byte offset, lines before it) of a file: where live lines continue.
-PositionOf = Callable[[str], "tuple[int, int | None] | None"]
-
-
-def display_line(raw: str) -> str:
-    """A log line as inert text: no escape or control characters, at most MAX_CHARS (+ marker)."""
-    if len(raw) <= MAX_CHARS and raw.isprintable():
-        return raw
-    return clean_line(raw, MAX_CHARS)
 
 
 def file_label(file: str) -> str:
@@ -101,58 +75,6 @@ def file_order(file: str) -> tuple[int, str]:
     if name.startswith("benchmark"):
         return (5, name)
     return (6, name)
-
-
-def split_lines(data: bytes) -> list[bytes]:
-    """Complete lines of ``data`` (the bytes after its last newline are left out), without newlines."""
-    last = data.rfind(b"\n")
-    if last < 0:
-        return []
-    return data[:last].split(b"\n")
-
-
-def _width(lines: list[str]) -> int:
-    """Cells the widest line takes (ASCII lines: their length, no per-character lookup)."""
-    return max(len(s) if s.isascii() else cell_len(s) for s in lines)
-
-
-def _decode(raw: bytes) -> str:
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
-    return raw.decode("utf-8", errors="replace")
-
-
-class LineTooLong(Exception):
-    """Paging back stopped at a line longer than LONG_LINE_SCAN."""
-
-
-@dataclass
-class FileBuffer:
-    """The lines of one file held in memory: ``lines[i]`` is line ``first_line_no + i``."""
-
-    file: str
-    lines: list[str] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)  # bytes each line took in the file (newline included)
-    first_line_no: int = 1
-    start_offset: int | None = None  # byte offset of lines[0] in the file, when known
-    loaded: bool = False
-    loading: bool = False
-    detached: bool = False  # newest lines were dropped to page older ones in: live lines wait for a reload
-    pending: list[tuple[int, list[str]]] = field(default_factory=list)  # live batches while loading
-    width: int = 0
-    dropped_live: int = 0
-
-    @property
-    def last_line_no(self) -> int:
-        return self.first_line_no + len(self.lines) - 1
-
-    @property
-    def at_start(self) -> bool:
-        return self.first_line_no <= 1 or self.start_offset == 0
-
-    def index_of(self, line_no: int) -> int | None:
-        i = line_no - self.first_line_no
-        return i if 0 <= i < len(self.lines) else None
 
 
 class LogBody(ScrollView, can_focus=True):
@@ -207,8 +129,8 @@ class LogBody(ScrollView, can_focus=True):
 
     def __init__(self, *, max_lines: int = MAX_LINES, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
-        self.max_lines = max_lines
-        self.buffers: dict[str, FileBuffer] = {}
+        self.buffers: dict[str, FileWindow] = {}
+        self._max_lines = max_lines
         self.current: str | None = None
         self.marks: dict[str, dict[int, str]] = {}
         self.finding_lines: dict[str, list[int]] = {}
@@ -225,76 +147,69 @@ class LogBody(ScrollView, can_focus=True):
         self.paging = False  # an older page is being read
         self.flushes = 0  # refreshes caused by arriving lines (for tests and figures)
         self._programmatic_scroll = False
+        self._anchor: int | None = None  # the top line while older lines are prepended
+        self._rows_before = 0  # rows before the window's front was trimmed
 
     # ------------------------------------------------------------------ data in
 
-    def buffer(self, file: str) -> FileBuffer:
+    @property
+    def max_lines(self) -> int:
+        """Lines held per file (each file's window keeps to it)."""
+        return self._max_lines
+
+    @max_lines.setter
+    def max_lines(self, value: int) -> None:
+        self._max_lines = value
+        for window in self.buffers.values():
+            window.max_lines = value
+
+    def buffer(self, file: str) -> FileWindow:
         buf = self.buffers.get(file)
         if buf is None:
-            buf = self.buffers[file] = FileBuffer(file)
+            buf = self.buffers[file] = FileWindow(file, max_lines=self.max_lines, listener=self)
         return buf
 
     def append(self, file: str, first_line_no: int, lines: list[str]) -> None:
         """Live lines of ``file`` (raw text); shown at the next flush when it is the current file."""
         buf = self.buffers.get(file)
-        if buf is None or not lines:
-            return  # a file not loaded yet: its tail is read when it is first shown
-        if buf.loading:
-            buf.pending.append((first_line_no, lines))
-            return
-        if not buf.loaded:
-            return
-        if buf.detached:
-            buf.dropped_live += len(lines)
-            return
-        held = buf.index_of(first_line_no)
-        if held is not None and buf.lines[held] != display_line(lines[0]):
-            # The file started over (truncated or replaced): read its tail again.
+        if buf is not None and buf.append_live(first_line_no, lines) is Live.RESTART:
+            # The file started over (truncated or replaced), or lines were missed: read its end again.
             self.post_message(self.Restarted(file))
+
+    # The window's changes, as they happen (console.logwindow calls these).
+
+    def window_changing(self, window: FileWindow, change: Change) -> None:
+        if window.file != self.current:
             return
-        if not self._extend(buf, first_line_no, lines, None):
-            self.post_message(self.Restarted(file))  # lines were missed
+        if change is Change.PREPENDED:
+            self._anchor = self.top_line_no()
+        elif change is Change.TRIMMED:
+            self._rows_before = self.row_count
 
-    def _extend(self, buf: FileBuffer, first_line_no: int, lines: list[str], sizes: list[int] | None) -> bool:
-        """Add lines after the buffer's last; False when they do not continue it (a gap)."""
-        expected = buf.last_line_no + 1 if buf.lines else first_line_no
-        if not buf.lines:
-            buf.first_line_no = first_line_no
-        skip = expected - first_line_no
-        if skip < 0:
-            return False
-        if skip >= len(lines):
-            return True
-        if skip:
-            lines = lines[skip:]
-            sizes = sizes[skip:] if sizes is not None else None
-        if sizes is None:
-            sizes = [len(x) + 1 if x.isascii() else len(x.encode("utf-8", "surrogatepass")) + 1 for x in lines]
-        shown = [display_line(line) for line in lines]
-        start = len(buf.lines)
-        buf.lines.extend(shown)
-        buf.sizes.extend(sizes)
-        buf.width = max(buf.width, _width(shown))
-        if buf.file == self.current and self._rows is not None:
-            self._rows.extend(i for i in range(start, len(buf.lines)) if self._visible(buf, i))
-        if len(buf.lines) > self.max_lines + self.max_lines // 4:
-            self._trim_front(buf, len(buf.lines) - self.max_lines)
-        if buf.file == self.current:
+    def window_changed(self, window: FileWindow, change: Change, count: int) -> None:
+        if window.file != self.current:
+            return
+        if change is Change.EXTENDED:
+            if self._rows is not None:
+                self._rows.extend(i for i in range(count, len(window.lines)) if self._visible(window, i))
             self._schedule_flush()
-        return True
-
-    def _trim_front(self, buf: FileBuffer, count: int) -> None:
-        removed_bytes = sum(buf.sizes[:count])
-        del buf.lines[:count]
-        del buf.sizes[:count]
-        buf.first_line_no += count
-        if buf.start_offset is not None:
-            buf.start_offset += removed_bytes
-        if buf.file == self.current:
-            before = self.row_count
+        elif change is Change.TRIMMED:
             self._recompute_rows()
             if not self.follow:
-                self._scroll_rows(self.row_count - before)
+                self._scroll_rows(self.row_count - self._rows_before)
+        elif change is Change.LOADED:
+            self._recompute_rows()
+            self._update_size()
+            self._schedule_flush()
+        elif change is Change.PREPENDED:
+            self._recompute_rows()
+            self._update_size()
+            # The row that was on top stays on top: older rows appear above it.
+            row = self.row_of(self._anchor) if self._anchor is not None else None
+            if row is None:  # it was dropped to keep memory bounded: show the newest rows held
+                row = max(0, self.row_count - self.size.height)
+            self._scroll_rows(row - round(self.scroll_y))
+            self.refresh()
 
     def _schedule_flush(self) -> None:
         """Show new lines soon: after the messages already queued (a burst becomes one refresh),
@@ -326,59 +241,6 @@ class LogBody(ScrollView, can_focus=True):
         self._dirty = True
         self._flush()
 
-    def load_lines(self, buf: FileBuffer, first_line_no: int, raw: list[bytes], start_offset: int) -> None:
-        """Replace ``buf``'s content with lines read from the file at ``start_offset``."""
-        buf.lines.clear()
-        buf.sizes.clear()
-        buf.width = 0
-        buf.detached = False
-        buf.first_line_no = first_line_no
-        buf.start_offset = start_offset
-        if raw:
-            self._extend(buf, first_line_no, [_decode(r) for r in raw], [len(r) + 1 for r in raw])
-        buf.loaded = True
-        if buf.file == self.current:
-            self._recompute_rows()
-            self._update_size()
-            self._schedule_flush()
-
-    def prepend_lines(
-        self, buf: FileBuffer, raw: list[bytes], start_offset: int, *, sizes: list[int] | None = None
-    ) -> int:
-        """Older lines (those just before ``buf``'s first) read from ``start_offset``; returns how many."""
-        if not raw:
-            buf.start_offset = start_offset
-            return 0
-        if sizes is None:
-            sizes = [len(r) + 1 for r in raw]
-        if len(raw) >= buf.first_line_no:  # never number a line below 1
-            keep = buf.first_line_no - 1
-            raw, sizes = raw[len(raw) - keep :] if keep else [], sizes[len(sizes) - keep :] if keep else []
-        anchor = self.top_line_no() if buf.file == self.current else None
-        shown = [display_line(_decode(r)) for r in raw]
-        count = len(shown)
-        buf.lines[:0] = shown
-        buf.sizes[:0] = sizes
-        buf.first_line_no -= count
-        buf.start_offset = start_offset
-        if shown:
-            buf.width = max(buf.width, _width(shown))
-        excess = len(buf.lines) - self.max_lines
-        if excess > 0:  # keep memory bounded: the newest lines go, and come back with the tail
-            del buf.lines[-excess:]
-            del buf.sizes[-excess:]
-            buf.detached = True
-        if buf.file == self.current:
-            self._recompute_rows()
-            self._update_size()
-            # The row that was on top stays on top: older rows appear above it.
-            row = self.row_of(anchor) if anchor is not None else None
-            if row is None:  # it was dropped to keep memory bounded: show the newest rows held
-                row = max(0, self.row_count - self.size.height)
-            self._scroll_rows(row - round(self.scroll_y))
-            self.refresh()
-        return count
-
     def add_marks(self, file: str, marks: Iterable[tuple[int, str]]) -> None:
         """Finding lines of ``file``: (line number, severity)."""
         per_file = self.marks.setdefault(file, {})
@@ -400,7 +262,7 @@ class LogBody(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ what is shown
 
     @property
-    def current_buffer(self) -> FileBuffer | None:
+    def current_buffer(self) -> FileWindow | None:
         return self.buffers.get(self.current) if self.current else None
 
     @property
@@ -422,7 +284,7 @@ class LogBody(ScrollView, can_focus=True):
         self._scroll_to_end()
         self.refresh()
 
-    def _visible(self, buf: FileBuffer, i: int) -> bool:
+    def _visible(self, buf: FileWindow, i: int) -> bool:
         if self.findings_only and buf.first_line_no + i not in self.marks.get(buf.file, {}):
             return False
         return not self.filter_text or self.filter_text in buf.lines[i].lower()
@@ -585,7 +447,7 @@ class LogBody(ScrollView, can_focus=True):
         strip = self._line_strip(buf, line_no, base)
         return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, scroll_y + y)
 
-    def _line_strip(self, buf: FileBuffer, line_no: int, base: Style) -> Strip:
+    def _line_strip(self, buf: FileWindow, line_no: int, base: Style) -> Strip:
         mark = self.marks.get(buf.file, {}).get(line_no)
         cursor = line_no == self.cursor_line_no
         gutter = self._gutter_width()
@@ -645,9 +507,7 @@ class LogView(ReportsWorkerErrors, Vertical):
         super().__init__(id=id)
         self.files: list[str] = []
         self.body = LogBody(max_lines=max_lines, id="log-lines")
-        self._read: RangeReader | None = None
-        self._position: PositionOf | None = None
-        self._lines_seen: Callable[[str], int] | None = None
+        self._pager: Pager | None = None
         self._prompt_mode: str | None = None  # "search" | "filter"
         self.notice = ""
 
@@ -663,9 +523,7 @@ class LogView(ReportsWorkerErrors, Vertical):
 
     def connect(self, read: RangeReader, position: PositionOf, lines_seen: Callable[[str], int] | None = None) -> None:
         """Where older bytes come from, and where each file's live stream stands."""
-        self._read = read
-        self._position = position
-        self._lines_seen = lines_seen
+        self._pager = Pager(read, position, lines_seen)
 
     # ------------------------------------------------------------------ files
 
@@ -759,170 +617,33 @@ class LogView(ReportsWorkerErrors, Vertical):
 
     def load_tail(self, file: str) -> None:
         """Read the end of ``file`` (again) and continue with its live lines."""
-        buf = self.body.buffer(file)
-        buf.loading = True
-        buf.pending.clear()
+        self.body.buffer(file).begin_loading()
         self._load_tail(file)
 
     @work(group="log-load", exit_on_error=False)
     async def _load_tail(self, file: str) -> None:
         """Read the end of ``file`` and continue with its live lines."""
         buf = self.body.buffer(file)
-        if self._read is None:
+        if self._pager is None:
             buf.loading = False
             return
         try:
-            position = self._position(file) if self._position else None
-            if position is not None and (known := position[1]) is not None:
-                end, last_no = position[0], known
-                start = max(0, end - TAIL_BYTES)
-                data = await self._read(file, start, end - start) if end > start else b""
-                raw = split_lines(data)
-                if start > 0 and raw:
-                    start += len(raw[0]) + 1
-                    raw = raw[1:]
-                first_no = last_no - len(raw) + 1
-            else:
-                # The stream's position is unknown (the file is not followed any more): a file of
-                # up to WHOLE_BYTES is read whole (exact numbers and offsets), a bigger one's end
-                # is numbered by the lines triage counted, and cannot be paged back.
-                data = await self._read(file, 0, WHOLE_BYTES)
-                if len(data) < WHOLE_BYTES:
-                    raw = split_lines(data)
-                    keep = raw[-self.body.max_lines :]
-                    start = sum(len(r) + 1 for r in raw[: len(raw) - len(keep)])
-                    first_no = len(raw) - len(keep) + 1
-                    raw = keep
-                else:
-                    data = await self._read(file, -TAIL_BYTES, TAIL_BYTES)
-                    raw = split_lines(data)[1:]
-                    start = -1
-                    seen = self._lines_seen(file) if self._lines_seen else 0
-                    first_no = max(seen, len(raw)) - len(raw) + 1
-            self.body.load_lines(buf, max(1, first_no), raw, start if start >= 0 else -1)
-            if start < 0:
-                buf.start_offset = None
-            pending, buf.pending = buf.pending, []
-            buf.loading = False
+            await self._pager.load_tail(buf)
             self.notice = ""
-            for first, lines in pending:
-                if not self.body._extend(buf, first, lines, None):
-                    buf.loaded = False
-                    self.notice = "lines were missed: reloading"
-                    self.load_tail(file)
-                    break
+        except LinesMissed:
+            buf.loaded = False
+            self.notice = "lines were missed: reloading"
+            self.load_tail(file)
         except Exception as exc:
-            buf.loading = False
-            buf.loaded = True
             self.notice = f"cannot read {file_label(file)}: {exc}"
         self._show_status()
-
-    async def _page_older(self, buf: FileBuffer) -> int:
-        """Read the page of bytes before the held lines and prepend its complete lines."""
-        if self._read is None or buf.at_start or buf.start_offset is None or buf.start_offset < 0:
-            return 0
-        end = buf.start_offset
-        start = max(0, end - PAGE_BYTES)
-        data = await self._read(buf.file, start, end - start)
-        if data and not data.endswith(b"\n"):
-            # Our idea of where the held lines start is off (a rewritten line): re-align on the last newline.
-            cut = data.rfind(b"\n")
-            end = start + cut + 1
-            data = data[: cut + 1]
-        raw = split_lines(data)
-        if start > 0:
-            if len(raw) <= 1:
-                return await self._page_long_line(buf, start, end)
-            start += len(raw[0]) + 1
-            raw = raw[1:]
-        return self.body.prepend_lines(buf, raw, start)
-
-    async def _page_long_line(self, buf: FileBuffer, before: int, end: int) -> int:
-        """The line ending at ``end`` starts before ``before``: find its start, show its head (capped)."""
-        assert self._read is not None
-        pos = before
-        line_start: int | None = None
-        while pos > 0 and before - pos < LONG_LINE_SCAN:
-            chunk_start = max(0, pos - SCAN_STEP)
-            chunk = await self._read(buf.file, chunk_start, pos - chunk_start)
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                line_start = chunk_start + newline + 1
-                break
-            pos = chunk_start
-        if line_start is None and pos == 0:
-            line_start = 0
-        if line_start is None:
-            raise LineTooLong(f"a line longer than {LONG_LINE_SCAN >> 20} MiB: older lines cannot be paged in")
-        length = max(0, end - 1 - line_start)
-        head = await self._read(buf.file, line_start, min(length, MAX_CHARS * 4))
-        shown = MAX_CHARS - 40
-        text = f"{display_line(_decode(head))[:shown]}… [+{length - shown} bytes]"
-        return self.body.prepend_lines(buf, [text.encode()], line_start, sizes=[length + 1])
-
-    async def _page_newer(self, buf: FileBuffer) -> int:
-        """Read the page after the held lines (of a window away from the tail) and append it;
-        reaching the live stream's position attaches the window to the tail again."""
-        if self._read is None or not buf.detached or buf.start_offset is None or buf.start_offset < 0:
-            return 0
-        end = buf.start_offset + sum(buf.sizes)
-        live = self._position(buf.file) if self._position else None
-        data = await self._read(buf.file, end, PAGE_BYTES)
-        raw = split_lines(data)
-        sizes = [len(r) + 1 for r in raw]
-        if not raw and len(data) >= PAGE_BYTES:  # a line longer than a page
-            length = await self._line_length(buf, end)
-            shown = MAX_CHARS - 40
-            raw = [f"{display_line(_decode(data[: MAX_CHARS * 4]))[:shown]}… [+{length - shown} bytes]".encode()]
-            sizes = [length + 1]
-        if raw:
-            self.body._extend(buf, buf.last_line_no + 1, [_decode(r) for r in raw], sizes)
-        new_end = end + sum(sizes)
-        if not data or (live is not None and new_end >= live[0]):
-            buf.detached = False
-            buf.dropped_live = 0
-        return len(raw)
-
-    async def _line_length(self, buf: FileBuffer, start: int) -> int:
-        """Bytes of the line starting at ``start`` (without its newline)."""
-        assert self._read is not None
-        pos = start
-        while pos - start < LONG_LINE_SCAN:
-            chunk = await self._read(buf.file, pos, SCAN_STEP)
-            newline = chunk.find(b"\n")
-            if newline >= 0:
-                return pos + newline - start
-            if len(chunk) < SCAN_STEP:
-                return pos + len(chunk) - start
-            pos += len(chunk)
-        raise LineTooLong(f"a line longer than {LONG_LINE_SCAN >> 20} MiB: newer lines cannot be paged in")
-
-    async def _load_from_start(self, buf: FileBuffer, line_no: int) -> bool:
-        """Hold a window of the file around ``line_no`` read from its start (numbered exactly)."""
-        assert self._read is not None
-        offset = 0
-        seen = 0  # lines before offset
-        while offset < HEAD_SCAN_BYTES:
-            data = await self._read(buf.file, offset, SCAN_STEP)
-            lines = split_lines(data)
-            if not lines:
-                return False  # end of file, or a line longer than a step
-            if seen + len(lines) >= line_no:
-                lo = max(0, line_no - seen - 1 - WINDOW_CONTEXT)
-                start = offset + sum(len(r) + 1 for r in lines[:lo])
-                self.body.load_lines(buf, seen + lo + 1, lines[lo : lo + self.body.max_lines], start)
-                buf.detached = True
-                return True
-            seen += len(lines)
-            offset += sum(len(r) + 1 for r in lines)
-        return False
 
     @work(group="log-newer", exclusive=True, exit_on_error=False)
     async def load_newer(self) -> None:
         """Page newer content of a window away from the tail in (scrolling to its bottom)."""
 
-        async def page(buf: FileBuffer) -> str:
-            count = await self._page_newer(buf)
+        async def page(pager: Pager, buf: FileWindow) -> str:
+            count = await pager.page_newer(buf)
             return f"{count} newer lines read" if count else ""
 
         await self._paging(page, "newer")
@@ -931,25 +652,25 @@ class LogView(ReportsWorkerErrors, Vertical):
     async def load_older(self) -> None:
         """Page older content of the current file in (``o``, or scrolling to the top)."""
 
-        async def page(buf: FileBuffer) -> str:
+        async def page(pager: Pager, buf: FileWindow) -> str:
             if buf.at_start:
                 return "start of file"
             if buf.start_offset is None:
                 return "older lines of this file cannot be paged in (its position is unknown)"
-            count = await self._page_older(buf)
+            count = await pager.page_older(buf)
             return f"{count} older lines read" if count else "start of file"
 
         await self._paging(page, "older")
 
-    async def _paging(self, page: Callable[[FileBuffer], Awaitable[str]], what: str) -> None:
+    async def _paging(self, page: Callable[[Pager, FileWindow], Awaitable[str]], what: str) -> None:
         """Run one page read of the current buffer, flagged as paging, and report the outcome."""
         buf = self.body.current_buffer
-        if buf is None or buf.loading:
+        if buf is None or buf.loading or self._pager is None:
             self.body.paging = False
             return
         self.body.paging = True
         try:
-            self.notice = await page(buf)
+            self.notice = await page(self._pager, buf)
         except Exception as exc:
             self.notice = f"cannot read {what} lines: {exc}"
         finally:
@@ -962,19 +683,13 @@ class LogView(ReportsWorkerErrors, Vertical):
         if file != self.current:
             self.show_file(file)
         buf = self.body.buffer(file)
-        for _ in range(500):  # wait for the tail being read
-            if buf.loaded and not buf.loading:
-                break
-            await asyncio.sleep(0.02)
+        await buf.settled(LOAD_WAIT_S)  # the file's end being read
         if buf.loaded and buf.detached and line_no > buf.last_line_no:
             self.load_tail(file)
-            for _ in range(200):
-                await asyncio.sleep(0.02)
-                if not buf.loading and buf.loaded:
-                    break
+            await buf.settled(LOAD_WAIT_S)
         try:
-            if buf.lines and line_no < buf.first_line_no and not buf.at_start:
-                await self._reach_back(buf, line_no)
+            if self._pager is not None and buf.lines and line_no < buf.first_line_no and not buf.at_start:
+                await self._pager.reach_back(buf, line_no)
         except Exception as exc:
             self.notice = f"cannot read older lines: {exc}"
         self.body.flush_now()
@@ -984,22 +699,6 @@ class LogView(ReportsWorkerErrors, Vertical):
         if not self.body.scroll_to_line(line_no):
             self.notice = f"line {line_no} is not in memory"
         self._show_status()
-
-    async def _reach_back(self, buf: FileBuffer, line_no: int) -> None:
-        """Get ``line_no`` (above the held lines) into memory: page back when it is near,
-        read the file's start when that is nearer."""
-        average = sum(buf.sizes) / len(buf.sizes) if buf.sizes else 100.0
-        back = (buf.first_line_no - line_no) * average
-        ahead = line_no * average
-        if ahead < back and ahead < HEAD_SCAN_BYTES and await self._load_from_start(buf, line_no):
-            return
-        pages = 0
-        while line_no < buf.first_line_no and not buf.at_start and pages < JUMP_BUDGET_PAGES:
-            if await self._page_older(buf) == 0:
-                break
-            pages += 1
-        if line_no < buf.first_line_no and not buf.at_start:
-            await self._load_from_start(buf, line_no)
 
     # ------------------------------------------------------------------ keys
 

@@ -48,14 +48,16 @@ def run(argv: list[str]) -> str:
     return proc.stdout
 
 
-def submit(arm, base: Path, config_path: str, cluster: dict[str, object], tags: list[str] | None, say) -> dict:  # type: ignore[no-untyped-def]
-    job_name = os.environ.get("RUNNER_NAME") or arm.name
-    staging = base / ".staging" / f"{int(time.time() * 1000)}-{os.getpid()}"
-    staging.mkdir(parents=True)
-    plan = staging / "plan.json"
-    plan.write_text(json.dumps(arm_plan(arm)))
+def batch_script(arm, base: Path, plan: Path, cluster: dict[str, object], job_name: str) -> str:  # type: ignore[no-untyped-def]
+    """The batch script, with the recipe's `slurm:` values over srtslurm.yaml's defaults (as srtctl)."""
+    slurm = arm.config.get("slurm") or {}
     results = cluster.get("results_dir") or str(base.parent / "results")
-    script = render_batch_script(
+
+    def value(key: str) -> str | None:
+        chosen = slurm.get(key) or cluster.get(f"default_{key}")
+        return str(chosen) if chosen else None
+
+    return render_batch_script(
         arm,
         job_dir_template=f"{base}/%j",
         engine_path=str(engine_script()),
@@ -63,8 +65,39 @@ def submit(arm, base: Path, config_path: str, cluster: dict[str, object], tags: 
         python=str(cluster.get("python") or "/usr/bin/python3"),
         results_root=str(results),
         job_name=job_name,
-        partition=str(cluster["default_partition"]) if cluster.get("default_partition") else None,
+        partition=value("partition"),
+        account=value("account"),
+        time_limit=value("time_limit"),
     )
+
+
+def preflight(arms, file: str) -> int:  # type: ignore[no-untyped-def]
+    """srtctl's preflight: local model and container paths must exist (aliases and URIs pass)."""
+    failed: list[str] = []
+    for arm in arms:
+        issues = []
+        for field_name, value in (("model.path", arm.model_path), ("model.container", arm.container)):
+            if isinstance(value, str) and value.startswith("/") and not Path(value).exists():
+                issues.append(f"{field_name}: not found: {value}")
+        print(f"{'✗' if issues else '✓'} {arm.variant or 'base'}")
+        for issue in issues:
+            print(f"  {issue}")
+        failed += issues
+    if failed:
+        print(f"Error: Preflight failed for {file}:")
+        for issue in failed:
+            print(f"- {issue}")
+        return 1
+    return 0
+
+
+def submit(arm, base: Path, config_path: str, cluster: dict[str, object], tags: list[str] | None, say) -> dict:  # type: ignore[no-untyped-def]
+    job_name = os.environ.get("RUNNER_NAME") or arm.name
+    staging = base / ".staging" / f"{int(time.time() * 1000)}-{os.getpid()}"
+    staging.mkdir(parents=True)
+    plan = staging / "plan.json"
+    plan.write_text(json.dumps(arm_plan(arm)))
+    script = batch_script(arm, base, plan, cluster, job_name)
     (staging / "sbatch_script.sh").write_text(script)
     say(f"🚀 Submitting: {arm.name}")
     job_id = run(["sbatch", "--parsable", "--hold", str(staging / "sbatch_script.sh")]).strip().split(";")[0]
@@ -95,6 +128,8 @@ def submit(arm, base: Path, config_path: str, cluster: dict[str, object], tags: 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="srtctl")
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("preflight")
+    p.add_argument("-f", "--file", required=True)
     for name in ("apply", "dry-run"):
         p = sub.add_parser(name)
         p.add_argument("-f", "--file", required=True)
@@ -118,9 +153,17 @@ def main(argv: list[str] | None = None) -> int:
         if problems:
             raise Failure("; ".join(problems))
         arms = [a for r in recipes for a in r.arms]
+        if args.command == "preflight":
+            return preflight(arms, args.file)
         if args.command == "dry-run":
+            cluster = find_cluster_config()
+            base = Path(args.output or str(cluster.get("output_dir") or Path.cwd() / "outputs")).expanduser()
             for arm in arms:
                 say(f"🔍 DRY-RUN (orchestrator mode): {arm.name}")
+                say("Generated sbatch Script")
+                script = batch_script(arm, base, Path("<plan>"), cluster, arm.name)
+                for number, line in enumerate(script.splitlines(), 1):
+                    say(f"{number:6d} {line}")
             return 0
         if not arms:
             print(json.dumps({"status": "no-submissions"}) if as_json else "Nothing to submit")

@@ -234,7 +234,7 @@ def site(slurm_cluster: ClusterInfo, tmp_path: Path, monkeypatch: pytest.MonkeyP
             "real": {
                 "ssh": ssh, "launcher": "srtctl", "srt_slurm": "~/srt-slurm", "srtctl": ".venv/bin/srtctl",
                 "workdir": str(run_root / "console-real"), "partition": slurm_cluster.partition,
-                "time_limit": "00:20:00",
+                "time_limit": "00:20:00", "srtctl_flavour": "upstream",
             },
             "badkey": {"ssh": {**ssh, "known_hosts": str(tmp_path / "empty_known_hosts")}},
         },

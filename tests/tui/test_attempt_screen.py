@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from console.clusters import local_profile
 from console.engine import Engine
 from console.events import AttemptChanged
+from console.logwindow import MAX_CHARS
 from console.scheduler import JobState, JobStatus
 from console.store import AttemptRow
 from screens.app import SrtConsole, make_app
@@ -20,7 +21,7 @@ from screens.dialogs import ConfirmDialog
 from screens.messages import CoreUpdate
 from screens.sweeps import SweepsScreen
 from screens.widgets.findings import DiagnosisBanner, FindingsPanel
-from screens.widgets.log_view import MAX_CHARS, LogView
+from screens.widgets.log_view import LogView
 from screens.widgets.workers import WorkersPanel
 from tests.conftest import RECIPES, ROOT
 from tests.tui.helpers import wait_for

@@ -52,7 +52,7 @@ async def test_browse_bundled_recipes_and_preview_topology() -> None:
 async def test_broken_recipe_shows_its_problems(tmp_path: Path) -> None:
     broken = tmp_path / "lib" / "broken.yaml"
     broken.parent.mkdir()
-    broken.write_text((SEED_DIR / "1p1d-tp8.yaml").read_text().replace("prefill_nodes: 1", "prefil_nodes: 1"))
+    broken.write_text((SEED_DIR / "1p1d-tp8.yaml").read_text().replace("prefill_nodes: 1", "prefill_nodes: one"))
     app = make_app([tmp_path / "lib"])
     async with app.run_test(size=(150, 45)) as pilot:
         tree = app.screen.query_one(RecipeTree)
@@ -63,7 +63,7 @@ async def test_broken_recipe_shows_its_problems(tmp_path: Path) -> None:
         tabs = app.screen.query_one(TabbedContent)
         assert tabs.active == "tab-problems"
         problems = [str(label.render()) for label in app.screen.query(".problem-error")]
-        assert any(f"{broken}:14: resources.prefil_nodes: unknown key" in p for p in problems), problems
+        assert any(f"{broken}:14: resources.prefill_nodes: expected an integer" in p for p in problems), problems
 
 
 async def test_live_reload_when_a_recipe_changes_on_disk(tmp_path: Path) -> None:

@@ -207,7 +207,7 @@ def test_take_lines_keeps_partial_lines_and_exact_offsets() -> None:
 
 
 def test_take_lines_caps_an_overlong_line_but_counts_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("console.follow.MAX_LINE_BYTES", 8)
+    monkeypatch.setattr("console.follow.streams.MAX_LINE_BYTES", 8)
     fs = _StreamState()
     take_lines("d", "f", fs, b"0123456789")
     take_lines("d", "f", fs, b"abcdef")

@@ -16,7 +16,7 @@ from tests.conftest import ROOT
 HYGIENE = """
 import importlib, pkgutil, sys
 import console
-names = sorted(m.name for m in pkgutil.walk_packages(console.__path__, "console.") if m.name != "console.__main__")
+names = sorted(m.name for m in pkgutil.walk_packages(console.__path__, "console.") if not m.name.endswith("__main__"))
 for name in names:
     importlib.import_module(name)
 leaked = sorted(m for m in sys.modules if m == "textual" or m.startswith(("textual.", "screens")))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from console.recipes import load_recipe, load_targets, parse_concurrencies, split_target
+from console.recipes.flavours import FORK, UPSTREAM
 from tests.conftest import RECIPES, SEED_DIR
 
 Write = Callable[..., Path]
@@ -47,8 +48,8 @@ zip_override_tp:
 """
 
 
-def only_arm(path: Path, selector: str | None = None):
-    recipe = load_recipe(path, selector)
+def only_arm(path: Path, selector: str | None = None, flavour=None):
+    recipe = load_recipe(path, selector, flavour=flavour)
     assert recipe.ok, [str(p) for p in recipe.problems]
     assert len(recipe.arms) == 1
     return recipe.arms[0]
@@ -86,7 +87,11 @@ def test_demo_twins_match_the_seed_topology_and_grid() -> None:
 def test_every_bundled_recipe_is_valid() -> None:
     recipes = load_targets([RECIPES])
     assert len(recipes) >= 9
-    assert [str(p) for r in recipes for p in r.problems] == []
+    assert [str(p) for r in recipes for p in r.errors] == []
+    # The ATOM recipes run on the fork's srtctl only, and say so while the flavour is not known.
+    warned = {Path(r.path).name for r in recipes for p in r.warnings}
+    assert warned == {"1p1d-tp8.yaml", "2p1d-dpa-tp8.yaml", "mi355x-1p1d-tp8.yaml", "mi355x-2p1d-dpa-tp8.yaml"}
+    assert all("a backend of the fork's srtctl" in p.message for r in recipes for p in r.warnings)
     demo_faults = {f["type"] for r in recipes for a in r.arms for f in a.config.get("demo", {}).get("faults", [])}
     assert demo_faults == {"zmq-bind", "oom-graph-capture", "health-hang", "crash-at-concurrency",
                            "flake-first-attempt"}  # fmt: skip
@@ -119,8 +124,23 @@ def test_dedicated_nodes_add_to_node_demand(write_recipe: Write) -> None:
     text = text.replace("req_rate: inf}", "req_rate: inf, client_dedicated_node: true}")
     arm = only_arm(write_recipe(text))
     assert arm.topology.worker_nodes == 3
-    assert arm.topology.dedicated == ("etcd-nats", "benchmark")
-    assert arm.topology.node_demand == 5
+    # srtctl gives the etcd/NATS and benchmark-client roles one shared node...
+    assert arm.topology.dedicated == ("etcd-nats+benchmark",)
+    assert arm.topology.node_demand == 4
+    # ...and one each with colocate_with_frontend: false.
+    apart = only_arm(write_recipe(text.replace("client_dedicated_node: true", "client_dedicated_node: true, "
+                                               "colocate_with_frontend: false")))  # fmt: skip
+    assert apart.topology.dedicated == ("etcd-nats", "benchmark") and apart.topology.node_demand == 5
+
+
+def test_vllm_colocation_packs_prefill_and_decode(write_recipe: Write) -> None:
+    packing = (
+        "type: vllm\n  allow_prefill_decode_colocation: true\n  allow_prefill_decode_colocation_across_nodes: on\n"
+    )
+    text = DISAGG.replace("type: sglang\n", packing).replace("sglang_config", "vllm_config")
+    text = text.replace("decode_nodes: 2, decode_workers: 1", "decode_nodes: 1, decode_workers: 3, gpus_per_decode: 1")
+    arm = only_arm(write_recipe(text), flavour=UPSTREAM)
+    assert arm.topology.node_count == 2 and arm.topology.node_demand == 2  # 4 + 3 GPUs on 4-GPU nodes
 
 
 def test_decode_sharing_prefill_nodes(write_recipe: Write) -> None:
@@ -242,7 +262,8 @@ def test_sweep_is_a_cartesian_product_named_like_srtctl(write_recipe: Write) -> 
         "qwen-agg_mem0.9_chunk4096",
         "qwen-agg_mem0.9_chunk8192",
     ]
-    assert recipe.arms[2].config["backend"]["sglang_config"]["aggregated"]["mem-fraction-static"] == 0.9
+    # As srtctl does, a placeholder becomes the value's text (a whole-string list stays a list).
+    assert recipe.arms[2].config["backend"]["sglang_config"]["aggregated"]["mem-fraction-static"] == "0.9"
     assert recipe.arms[2].params == {"mem": 0.9, "chunk": 4096}
     assert "sweep" not in recipe.arms[0].config
 
@@ -272,14 +293,13 @@ def test_split_target_on_last_colon(tmp_path: Path) -> None:
         ("slurm: {", "slurmm: {", 5, "slurmm", "unknown key (did you mean 'slurm'?)"),
         ("prefill_nodes: 1", "prefil_nodes: 1", 3, "resources.prefil_nodes", "unknown key"),
         ("prefill_nodes: 1", 'prefill_nodes: "one"', 3, "resources.prefill_nodes", "expected an integer"),
-        ("interval_seconds: 10", "interval_seconds: [10]", 14, "health_check.interval_seconds", "expected a number"),
+        ("interval_seconds: 10", "interval_seconds: [10]", 14, "health_check.interval_seconds", "expected an integer"),
         ("enable_multiple_frontends: false", "enable_multiple_frontends: 3", 6,
          "frontend.enable_multiple_frontends", "expected true or false"),
         ("path: deepseek-r1, ", "", 2, "model.path", "is required"),
-        ('"4x8x16x32"', '"4xabc"', 13, "benchmark.concurrencies", "not a concurrency list"),
-        ("isl: 8192, ", "", 13, "benchmark.isl", "required for benchmark type sa-bench"),
-        ("type: sa-bench", "type: sa-bench-x", 13, "benchmark.type", "is not one of"),
-        ("type: sglang", "type: sglangx", 8, "backend.type", "is not one of"),
+        ('time_limit: "02:00:00"', "time_limit: 120", 5, "slurm.time_limit", "expected a string"),
+        ("type: sglang", "type: sglangx", 8, "backend.type", "is not a backend of upstream srtctl"),
+        ("type: dynamo", "type: vllm", 6, "frontend.type", "frontend vllm needs backend vllm"),
         ("tp-size: 4,", "tp-size: 4, bogus: {",  12, "", "not valid YAML"),
     ],
 )  # fmt: skip
@@ -288,12 +308,38 @@ def test_broken_recipes_name_file_line_and_field(
 ) -> None:
     assert old in DISAGG
     path = write_recipe(DISAGG.replace(old, new, 1))
-    recipe = load_recipe(path)
+    recipe = load_recipe(path, flavour=UPSTREAM)
     assert not recipe.ok
     matching = [p for p in recipe.errors if p.field == field and needle in p.message]
     assert matching, [str(p) for p in recipe.errors]
     assert matching[0].line == line
     assert str(matching[0]).startswith(f"{path}:{line}: ")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "stage", "needle"),
+    [
+        ("type: sa-bench", "type: sa-bench-x", "benchmark.type", "benchmark", "is not a benchmark of upstream"),
+        ("isl: 8192, ", "", "benchmark.isl", "benchmark", "is required for sa-bench"),
+        ("type: dynamo", "type: atomesh", "frontend.type", "frontend", "is not a frontend of upstream"),
+        ("decode_workers: 1}", "decode_workers: 1, gpus_per_decode: 16}", "resources", "placement", "do not fit"),
+    ],
+)  # fmt: skip
+def test_what_srtctl_refuses_only_once_the_job_runs_is_a_warning(
+    write_recipe: Write, old: str, new: str, field: str, stage: str, needle: str
+) -> None:
+    recipe = load_recipe(write_recipe(DISAGG.replace(old, new, 1)), flavour=UPSTREAM)
+    assert recipe.ok, [str(p) for p in recipe.errors]
+    (warning,) = [p for p in recipe.warnings if p.kind == f"job-start:{stage}"]
+    assert warning.field == field and needle in warning.message
+    assert "srtctl accepts the recipe, but the job stops" in warning.message
+
+
+def test_a_concurrency_list_srtctl_cannot_read_is_a_warning_upstream(write_recipe: Write) -> None:
+    path = write_recipe(DISAGG.replace('"4x8x16x32"', '"4xabc"'))
+    recipe = load_recipe(path, flavour=UPSTREAM)
+    assert recipe.ok and any("not a concurrency list" in p.message for p in recipe.warnings)
+    assert not load_recipe(path, flavour=FORK).ok
 
 
 @pytest.mark.parametrize(
@@ -306,29 +352,31 @@ def test_broken_recipes_name_file_line_and_field(
          "do not fit"),
     ],
 )  # fmt: skip
-def test_cross_field_rules(write_recipe: Write, change: tuple[str, str], needle: str) -> None:
+def test_cross_field_rules_of_the_fork(write_recipe: Write, change: tuple[str, str], needle: str) -> None:
     text = DISAGG.replace(*change, 1)
     if "type: atom\n" in text:  # atom keys: drop the sglang-only block
         text = text.split("  sglang_config:")[0] + "benchmark: {type: manual}\n"
-    recipe = load_recipe(write_recipe(text))
+    recipe = load_recipe(write_recipe(text), flavour=FORK)
     assert any(needle in p.message for p in recipe.errors), [str(p) for p in recipe.problems]
 
 
 def test_custom_benchmark_needs_a_command(write_recipe: Write) -> None:
     text = DISAGG.replace('{type: sa-bench, isl: 8192, osl: 1024, concurrencies: "4x8x16x32", req_rate: inf}',
                           "{type: custom, env: {CONCURRENCIES: 4x8}}")  # fmt: skip
-    (error,) = load_recipe(write_recipe(text)).errors
+    (error,) = load_recipe(write_recipe(text), flavour=FORK).errors
     assert error.field == "benchmark.command" and error.line == 13
+    upstream = load_recipe(write_recipe(text), flavour=UPSTREAM)
+    assert upstream.ok and [p.kind for p in upstream.warnings] == ["job-start:benchmark"]
 
 
 def test_schema_2_keys_without_schema_2(write_recipe: Write) -> None:
-    recipe = load_recipe(write_recipe(DISAGG + "roles: {agg: {nodes: 1}}\n"))
+    recipe = load_recipe(write_recipe(DISAGG + "roles: {agg: {nodes: 1}}\n"), flavour=FORK)
     assert any("schema: 2" in p.message for p in recipe.errors)
 
 
 def test_override_key_is_blamed_on_its_own_line(write_recipe: Write) -> None:
     text = OVERRIDES.replace('concurrencies: "4x8"', 'concurrencies: "4x8", bogus: 1')
-    recipe = load_recipe(write_recipe(text))
+    recipe = load_recipe(write_recipe(text), flavour=UPSTREAM)
     (error,) = recipe.errors
     assert (error.line, error.field) == (9, "benchmark.bogus")
 

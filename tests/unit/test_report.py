@@ -18,10 +18,10 @@ from console.engine import Engine
 from console.report import attempt_triage, gather_report, render_markdown
 from console.report.markdown import code, fence, text
 from console.report.words import duration, furthest_stage, role_phrase
-from console.rerun import diagnose_output_dir
 from console.results import read_points
 from console.session import Session
 from console.store import Store
+from console.triage import diagnose_output_dir
 from tests.conftest import RECIPES
 
 ONE = "demo-dsv4-fp4-mi355x-atom-1p1d-tp8"

@@ -16,7 +16,6 @@ from console.rerun import (
     arm_points_view,
     derive_missing,
     deterministic_warning,
-    diagnose_output_dir,
     failed_arms,
     grid_of,
     missing_points,
@@ -26,6 +25,7 @@ from console.rerun import (
 )
 from console.results import PointResult, points_csv, points_rows
 from console.store import Store
+from console.triage import diagnose_output_dir
 from tests.conftest import RECIPES, SEED_DIR
 
 DEMO = RECIPES / "demo"

@@ -1,48 +1,5 @@
-"""The console side of log following: starts the agent next to the logs and turns its records into events.
-
-One :class:`Follower` per cluster (per transport). It starts ``console/agent.py`` with a tiny
-bootstrap (``python3 -c <bootstrap>``; the agent source and then the commands go to its stdin),
-tells it which job dirs to watch from which offsets, and delivers:
-
-- :class:`FileEvent` when a file is found, :class:`FileGoneEvent` when it disappears;
-- :class:`LinesEvent` with complete lines (decoded, invalid UTF-8 replaced; not sanitized: use
-  :mod:`console.sanitize` before display), 1-based line numbers and the exact byte offset after
-  them; an incomplete last line is carried over (and shown in ``partial``), never delivered twice;
-- :class:`CandidatesEvent` for a big backlog the agent triaged instead of sending: the lines
-  holding a prefilter keyword, with their offsets and line numbers;
-- :class:`ResultEvent` with a result file's head and tail bytes (never the whole file);
-- :class:`ResetEvent` when a file was truncated or replaced (it is followed again from 0);
-- :class:`AgentStatus` when the agent starts, is lost (transport dropped, exited, heartbeats
-  stopped) and is restarted.
-
-Use::
-
-    follower = Follower(transport, keywords=default_matcher().keywords,
-                        on_offsets=lambda d, offsets: store.set_offsets(attempt_id, offsets))
-    await follower.start()
-    await follower.watch(output_dir, results=results_dir, offsets=store.get_offsets(attempt_id))
-    async for event in follower.events():   # or Follower(..., on_event=callback)
-        ...
-    older = await follower.read_range(output_dir, "logs/sweep_1.log", offset, length)
-    await follower.close()
-
-Events wait in a bounded queue: a consumer that stops reading stops the agent's output too
-(flow control, not a lost heartbeat).
-
-Offsets: every event moves a per-file position (offset and line count). Positions of events
-already handed to the consumer are reported through ``on_offsets(dir, {file: offset})`` (for the
-store) and can be passed back to :meth:`Follower.watch` after a console restart (the agent then
-counts the lines before each offset, so line numbers stay right). When the agent is lost, it is
-restarted with backoff from the positions received so far: nothing is lost and nothing is
-delivered twice. Files are named relative to the watched dir (``logs/sweep_1.log``).
-
-Fallback for login nodes without ``python3``: ``mode="tail"`` (or ``"auto"``, which switches to it
-when the agent's interpreter is missing) follows each log with ``tail -c +<offset+1> -F`` (one
-channel per file, at most ``max_tails`` at once) and polls the others with range reads; new files
-are found with ``find``. It moves plain bytes with exact offsets, like the agent, but has no
-triage of big backlogs, does not notice truncation or rotation (``tail -F`` reopens the file and
-starts it over, so offsets drift), and reports result files by reading their head and tail.
-"""
+"""The follower: one agent process per transport, its records turned into events, offsets kept,
+restarts with backoff."""
 
 from __future__ import annotations
 
@@ -51,257 +8,47 @@ import contextlib
 import json
 import logging
 import posixpath
-import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import Enum
-from pathlib import Path
-from typing import Any, TypeAlias
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
 
 from console.backoff import Backoff
-from console.results.names import remote_kind
+from console.follow.events import (
+    AgentLost,
+    AgentProtocolError,
+    AgentState,
+    AgentStatus,
+    Candidate,
+    CandidatesEvent,
+    FileEvent,
+    FileGoneEvent,
+    FollowEvent,
+    HeartbeatLost,
+    LinesEvent,
+    ResetEvent,
+    ResultEvent,
+)
+from console.follow.protocol import (
+    _ERRNO_EXC,
+    BACKOFF_INITIAL_S,
+    BACKOFF_MAX_S,
+    CLOSE_TIMEOUT_S,
+    EXIT_NOT_FOUND,
+    HEALTHY_AFTER_S,
+    HEARTBEAT_TIMEOUT_S,
+    OFFSETS_INTERVAL_S,
+    QUEUE_SIZE,
+    READ_CHUNK,
+    STDERR_KEEP,
+    RecordReader,
+    agent_argv,
+    agent_source,
+)
+from console.follow.streams import _CLOSED, EventCallback, OffsetsCallback, _StreamState, _WatchState, take_lines
+from console.follow.tailmode import _tail_head_tail, _TailMode
 from console.transport.base import StreamingProcess, Transport, TransportError
 
-log = logging.getLogger(__name__)
-
-BOOTSTRAP = (
-    "import sys;b=sys.stdin.buffer;n=int(b.readline());"
-    "exec(compile(b.read(n),'srt-console-agent','exec'),{'__name__':'__main__'})"
-)
-
-HEARTBEAT_TIMEOUT_S = 6.0
-BACKOFF_INITIAL_S = 0.5
-BACKOFF_MAX_S = 30.0
-HEALTHY_AFTER_S = 10.0  # an agent that ran this long resets the backoff
-OFFSETS_INTERVAL_S = 0.5  # on_offsets is called at most this often per dir
-MAX_LINE_BYTES = 1 << 20  # a longer line is cut here (the rest of it is skipped, its offset counted)
-MAX_HEADER_BYTES = 16 << 20
-READ_CHUNK = 1 << 16
-QUEUE_SIZE = 4096
-STDERR_KEEP = 8192
-CLOSE_TIMEOUT_S = 3.0
-EXIT_NOT_FOUND = 127
-
-_ERRNO_EXC: dict[int, type[OSError]] = {2: FileNotFoundError, 13: PermissionError, 21: IsADirectoryError}
-
-
-def agent_source() -> bytes:
-    """The agent script, as sent to the remote interpreter."""
-    return Path(__file__).with_name("agent.py").read_bytes()
-
-
-def agent_argv(python: str = "python3") -> list[str]:
-    """How the agent is started: the interpreter with the bootstrap; source and commands follow on stdin."""
-    return [python, "-c", BOOTSTRAP]
-
-
-# --------------------------------------------------------------------------- events
-
-
-@dataclass(frozen=True)
-class FileEvent:
-    dir: str
-    file: str  # relative to dir
-    kind: str  # "log" | "result"
-    size: int
-
-
-@dataclass(frozen=True)
-class FileGoneEvent:
-    dir: str
-    file: str
-
-
-@dataclass(frozen=True)
-class LinesEvent:
-    dir: str
-    file: str
-    first_line_no: int  # 1-based number of lines[0]
-    lines: list[str]
-    end_offset: int  # byte offset just after the last line
-    partial: str = ""  # the incomplete line after end_offset, for display only
-
-    @property
-    def last_line_no(self) -> int:
-        return self.first_line_no + len(self.lines) - 1
-
-
-@dataclass(frozen=True)
-class Candidate:
-    offset: int
-    line_no: int  # 1-based
-    text: str
-
-
-@dataclass(frozen=True)
-class CandidatesEvent:
-    """A backlog ``[start_offset, end_offset)`` triaged remotely: only its keyword lines came over."""
-
-    dir: str
-    file: str
-    start_offset: int
-    end_offset: int
-    line_count: int  # lines before end_offset
-    candidates: list[Candidate]
-
-
-@dataclass(frozen=True)
-class ResultEvent:
-    dir: str
-    file: str
-    head: bytes
-    tail: bytes
-    size: int
-    head_is_whole: bool
-
-
-@dataclass(frozen=True)
-class ResetEvent:
-    dir: str
-    file: str
-    reason: str  # "truncated" | "rotated"
-    size: int
-
-
-class AgentState(str, Enum):
-    STARTING = "starting"
-    RUNNING = "running"
-    RESTARTING = "restarting"
-    HEARTBEAT_LOST = "heartbeat lost"
-    STOPPED = "stopped"
-
-
-@dataclass(frozen=True)
-class AgentStatus:
-    state: AgentState
-    message: str = ""
-    restarts: int = 0
-    mode: str = "agent"
-    since: float = field(default_factory=time.time)
-
-    @property
-    def summary(self) -> str:
-        """The log stream's state as an operator reads it: following, or lost and why."""
-        if self.state is AgentState.RUNNING:
-            return "following" if self.mode == "agent" else "following (tail -F)"
-        return f"{self.state.value}: {self.message}" if self.message else self.state.value
-
-
-FollowEvent: TypeAlias = (
-    FileEvent | FileGoneEvent | LinesEvent | CandidatesEvent | ResultEvent | ResetEvent | AgentStatus
-)
-
-
-class AgentProtocolError(Exception):
-    """The agent's output is not what the protocol says: the agent is restarted."""
-
-
-class AgentLost(TransportError):
-    """The agent went away while a request was pending."""
-
-
-class HeartbeatLost(TransportError):
-    """Nothing came from the agent for too long."""
-
-
-# --------------------------------------------------------------------------- framing
-
-
-class RecordReader:
-    """Splits the agent's stdout into (header, payload) records."""
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-        self._pos = 0
-        self._header: dict[str, Any] | None = None
-
-    def feed(self, data: bytes) -> list[tuple[dict[str, Any], bytes | None]]:
-        buf = self._buf
-        buf += data
-        records: list[tuple[dict[str, Any], bytes | None]] = []
-        while True:
-            if self._header is None:
-                nl = buf.find(b"\n", self._pos)
-                if nl < 0:
-                    if len(buf) - self._pos > MAX_HEADER_BYTES:
-                        raise AgentProtocolError("record header too long")
-                    break
-                raw = bytes(buf[self._pos : nl])
-                self._pos = nl + 1
-                try:
-                    header = json.loads(raw)
-                except ValueError as exc:
-                    raise AgentProtocolError(f"not a record header: {raw[:200]!r}") from exc
-                if not isinstance(header, dict):
-                    raise AgentProtocolError(f"not a record header: {raw[:200]!r}")
-                if "len" not in header:
-                    records.append((header, None))
-                    continue
-                self._header = header
-            length = self._header.get("len")
-            if not isinstance(length, int) or length < 0:
-                raise AgentProtocolError(f"bad payload length in {self._header!r}")
-            if len(buf) - self._pos < length + 1:
-                break
-            end = self._pos + length
-            if buf[end] != 0x0A:
-                raise AgentProtocolError("payload not followed by a newline (out of step)")
-            records.append((self._header, bytes(buf[self._pos : end])))
-            self._pos = end + 1
-            self._header = None
-        if self._pos:
-            del buf[: self._pos]
-            self._pos = 0
-        return records
-
-
-# --------------------------------------------------------------------------- state
-
-
-@dataclass
-class _StreamState:
-    kind: str = "log"
-    offset: int = 0  # bytes before it were delivered (as lines or as a triaged backlog)
-    lines: int | None = 0  # complete lines before offset (None: not known yet)
-    ino: int | None = None
-    partial: bytearray = field(default_factory=bytearray)  # received after offset, no newline yet
-    dropped: int = 0  # bytes of an overlong partial line not kept
-    announced: bool = False  # a FileEvent was emitted (not repeated after an agent restart)
-    seen: list[float] | None = None  # result files: [size, mtime] last reported
-
-    @property
-    def expected(self) -> int:
-        return self.offset + len(self.partial) + self.dropped
-
-
-@dataclass
-class _WatchState:
-    dir: str
-    results: str | None
-    files: dict[str, _StreamState] = field(default_factory=dict)
-    committed: dict[str, tuple[int, int | None]] = field(default_factory=dict)
-    dirty: set[str] = field(default_factory=set)
-    last_persist: float = 0.0
-
-
-_CLOSED = object()
-
-OffsetsCallback: TypeAlias = Callable[[str, dict[str, int]], None]
-EventCallback: TypeAlias = Callable[[FollowEvent], None]
-
-
-def _decode(line: bytes) -> str:
-    if line.endswith(b"\r"):
-        line = line[:-1]
-    return line.decode("utf-8", errors="replace")
-
-
-def _trim(line: str) -> str:
-    """A line without its CR (CRLF endings), cut at MAX_LINE_BYTES characters."""
-    if line.endswith("\r"):
-        line = line[:-1]
-    return line[:MAX_LINE_BYTES]
+log = logging.getLogger("console.follow")
 
 
 class Follower:
@@ -853,189 +600,3 @@ class Follower:
 
 class _InterpreterMissing(TransportError):
     pass
-
-
-def take_lines(directory: str, name: str, fs: _StreamState, data: bytes) -> LinesEvent | None:
-    """Add bytes received after ``fs.expected`` and cut out the complete lines."""
-    if fs.lines is None:
-        fs.lines = 0
-    if len(fs.partial) >= MAX_LINE_BYTES:  # inside an overlong line: skip to its end
-        nl = data.find(b"\n")
-        if nl < 0:
-            fs.dropped += len(data)
-            return None
-        fs.dropped += nl
-        data = data[nl:]
-    last = data.rfind(b"\n")
-    if last < 0:
-        room = MAX_LINE_BYTES - len(fs.partial)
-        fs.partial += data[:room]
-        fs.dropped += max(0, len(data) - room)
-        return LinesEvent(directory, name, fs.lines + 1, [], fs.offset, _decode(bytes(fs.partial)))
-    head = bytes(fs.partial) + data[: last + 1] if fs.partial else data[: last + 1]
-    # One decode for the whole block: a newline is never part of a UTF-8 sequence, so this is
-    # the same as decoding line by line.
-    text = head[:-1].decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if "\r" in text or (len(head) > MAX_LINE_BYTES and max(map(len, lines)) > MAX_LINE_BYTES):
-        lines = [_trim(line) for line in lines]
-    fs.offset += len(head) + fs.dropped
-    fs.dropped = 0
-    first = fs.lines + 1
-    fs.lines += len(lines)
-    rest = data[last + 1 :]
-    fs.partial = bytearray(rest[:MAX_LINE_BYTES])
-    fs.dropped = max(0, len(rest) - MAX_LINE_BYTES)
-    return LinesEvent(directory, name, first, lines, fs.offset, _decode(bytes(fs.partial)))
-
-
-# --------------------------------------------------------------------------- tail fallback
-
-_LOG_NAME = re.compile(r"\.(out|log|err)$")
-
-
-async def _tail_head_tail(
-    transport: Transport, directory: str, file: str, path: str, head: int, tail: int, timeout: float
-) -> ResultEvent:
-    first = await transport.read_file(path, 0, head, timeout=timeout)
-    if len(first) < head:
-        return ResultEvent(directory, file, first, b"", len(first), True)
-    last = await transport.read_file(path, -tail, tail, timeout=timeout)
-    return ResultEvent(directory, file, first, last, -1, False)
-
-
-class _TailMode:
-    """Follows logs without the agent: ``tail -c +N -F`` per file (up to max_tails), range reads for the rest."""
-
-    def __init__(self, follower: Follower) -> None:
-        self.f = follower
-        self.tasks: dict[str, asyncio.Task[None]] = {}
-        self.slots = asyncio.Semaphore(max(0, follower.max_tails))
-        self.closed = False
-
-    def watch(self, state: _WatchState) -> None:
-        if state.dir not in self.tasks:
-            self.tasks[state.dir] = asyncio.create_task(self._watch(state))
-
-    def unwatch(self, directory: str) -> None:
-        task = self.tasks.pop(directory, None)
-        if task is not None:
-            task.cancel()
-
-    async def close(self) -> None:
-        self.closed = True
-        tasks = list(self.tasks.values())
-        self.tasks.clear()
-        # Cancelled again until done: asyncio.wait_for (Python < 3.12) can swallow a cancellation
-        # that arrives as its command finishes, and the loop would then run on.
-        while tasks:
-            for task in tasks:
-                task.cancel()
-            _done, pending = await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_S / 10)
-            tasks = list(pending)
-
-    async def _list(self, state: _WatchState) -> list[tuple[str, str]]:
-        # The agent's places: logs under logs/ (to one subdir down), result files by the shared rules.
-        script = 'find "$1" -maxdepth 3 -type f; [ -n "$2" ] && [ -d "$2" ] && find "$2" -maxdepth 2 -type f; true'
-        result = await self.f.transport.run(["sh", "-c", script, "sh", state.dir, state.results or ""], timeout=30)
-        found: dict[str, str] = {}
-        logs = posixpath.join(state.dir.rstrip("/"), "logs") + "/"
-        for path in result.stdout.splitlines():
-            rel = posixpath.relpath(path, state.dir)
-            if path.startswith(logs) and _LOG_NAME.search(path):
-                found[rel] = "log"
-            elif remote_kind(path, state.dir, state.results) is not None:
-                found[rel] = "result"
-        return list(found.items())
-
-    async def _watch(self, state: _WatchState) -> None:
-        followers: dict[str, asyncio.Task[None]] = {}
-        seen_results: dict[str, int] = {}
-        try:
-            while not self.closed:
-                try:
-                    files = await self._list(state)
-                except (TransportError, OSError) as exc:
-                    log.info("tail mode: listing %s failed: %s", state.dir, exc)
-                    files = []
-                for rel, kind in files:
-                    if kind == "log" and rel not in followers:
-                        fs = state.files.setdefault(rel, _StreamState())
-                        if fs.lines is None:
-                            fs.lines = 0 if fs.offset == 0 else None
-                        await self.f._emit(FileEvent(state.dir, rel, "log", -1))
-                        followers[rel] = asyncio.create_task(self._follow(state, rel, fs))
-                    elif kind == "result":
-                        path = posixpath.join(state.dir, rel)
-                        try:
-                            event = await _tail_head_tail(self.f.transport, state.dir, rel, path, 16384, 16384, 30)
-                        except (TransportError, OSError):
-                            continue
-                        size = len(event.head) + len(event.tail)
-                        if seen_results.get(rel) != size:
-                            seen_results[rel] = size
-                            await self.f._emit(event)
-                await asyncio.sleep(max(self.f.tail_poll_s, 1.0))
-        finally:
-            for task in followers.values():
-                task.cancel()
-
-    async def _follow(self, state: _WatchState, rel: str, fs: _StreamState) -> None:
-        path = posixpath.join(state.dir, rel)
-        while True:
-            fs.partial.clear()
-            fs.dropped = 0
-            try:
-                if self.slots.locked():
-                    await self._poll_once(state, rel, fs, path)
-                    await asyncio.sleep(self.f.tail_poll_s)
-                    continue
-                async with self.slots:
-                    await self._tail(state, rel, fs, path)
-            except (TransportError, OSError) as exc:
-                log.info("tail mode: %s: %s", path, exc)
-                await asyncio.sleep(self.f.tail_poll_s)
-
-    async def _poll_once(self, state: _WatchState, rel: str, fs: _StreamState, path: str) -> None:
-        data = await self.f.transport.read_file(path, fs.offset, 4 << 20)
-        event = take_lines(state.dir, rel, fs, data)
-        fs.partial.clear()  # re-read from the line start next time
-        fs.dropped = 0
-        if event is not None and event.lines:
-            await self.f._emit(event)
-
-    async def _tail(self, state: _WatchState, rel: str, fs: _StreamState, path: str) -> None:
-        proc = await self.f.transport.start(["tail", "-c", f"+{fs.offset + 1}", "-F", "--", path])
-        try:
-            while True:
-                data = await proc.read(READ_CHUNK)
-                if not data:
-                    return
-                self.f.bytes_received += len(data)
-                event = take_lines(state.dir, rel, fs, data)
-                if event is not None:
-                    await self.f._emit(event)
-        finally:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.close(), CLOSE_TIMEOUT_S)
-
-
-__all__ = [
-    "BOOTSTRAP",
-    "AgentProtocolError",
-    "AgentState",
-    "AgentStatus",
-    "Candidate",
-    "CandidatesEvent",
-    "FileEvent",
-    "FileGoneEvent",
-    "FollowEvent",
-    "Follower",
-    "LinesEvent",
-    "RecordReader",
-    "ResetEvent",
-    "ResultEvent",
-    "agent_argv",
-    "agent_source",
-    "take_lines",
-]
