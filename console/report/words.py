@@ -71,6 +71,13 @@ def _roles(workers: list[_Logical]) -> str:
     return join_words([role_phrase(mode, n) for mode, n in counts.items()])
 
 
+def _failed(workers: list[_Logical], failed: list[_Logical]) -> str:
+    """`both prefills and the decode (prefill_w0, ...)` when whole roles failed, else the names."""
+    names = ", ".join(w.name for w in failed)
+    whole = all(all(o.failed for o in workers if o.mode == w.mode) for w in failed)
+    return f"{_roles(failed)} ({names})" if whole else names
+
+
 def furthest_stage(snapshot: StageSnapshot | None) -> str:
     """What the attempt got through, in one sentence (no logs read: says so)."""
     if snapshot is None:
@@ -81,7 +88,7 @@ def furthest_stage(snapshot: StageSnapshot | None) -> str:
         clauses.append(_startup_clause(workers))
         failed = [w for w in workers if w.failed]
         if failed:
-            clauses.append(f"then {_roles(failed)} failed ({', '.join(w.name for w in failed)})")
+            clauses.append(f"then {_failed(workers, failed)} failed")
     readiness = snapshot.readiness
     if readiness.ready:
         clauses.append(f"every worker registered with the frontend ({readiness.label})")

@@ -38,7 +38,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_the_seed_story(data_dir: Path) -> str:
-    """Launch both twins; when the 2P1D attempt is doomed, report (the seed's live update), cancel
+    """Launch both twins; when the 2P1D attempt is doomed in every worker, report (the seed's live update), cancel
     it, and wait for both to end. Returns the report written while it was doomed."""
 
     async def scenario() -> str:
@@ -54,7 +54,8 @@ def run_the_seed_story(data_dir: Path) -> str:
             if not row.live:
                 raise AssertionError(f"the 2P1D attempt ended ({row.state}) before it was seen doomed")
             found = diagnose_output_dir(row.output_dir or "", row.state) if row.state == "RUNNING" else None
-            return found is not None and found.verdict == "doomed"
+            # Doomed, and seen in every worker: the moment the seed's update was written.
+            return found is not None and found.verdict == "doomed" and found.deterministic
 
         await engine.watch(0.2, until=doomed)
         live = render_markdown(await gather_report(session, "s1"))
@@ -72,6 +73,8 @@ def test_report_of_the_seed_twins(data_dir: Path, capsys: pytest.CaptureFixture[
     assert re.search(rf"\*\*Still running:\*\* .*{TWO} \(a2\.1, job \d+, RUNNING\)", live)
     assert re.search(r"\| a2\.1 \| \d+ \| RUNNING \| node\[1-3\] \| .* \| doomed \|", live)
     assert "cancel job" in live and "to free its 3 node(s)" in live
+    assert "then both prefills and the decode (prefill_w0, prefill_w1, decode_w0) failed" in live
+    assert "- Deterministic: yes, in every prefill and decode worker" in live
 
     assert main(["report", "s1"]) == 0
     md = capsys.readouterr().out
