@@ -132,6 +132,10 @@ def _walk(root: Path, notes: list[str]) -> list[Path]:
                 notes.append(f"skipped {exc}")
                 continue
             found.append(path)
+    # `srtctl apply --mock` writes its orchestrator log beside logs/, in the job dir.
+    mock = root / "mock_worker.log"
+    if base != root and mock.is_file():
+        found.append(mock)
     found.sort(key=_file_order)
     return found
 

@@ -91,3 +91,20 @@ def test_no_container_plugin_is_doomed_deterministic_while_running(capsys: pytes
     after = whole.diagnose("CANCELLED", cancelled=True)
     assert after.verdict == "cancelled" and "cancelled by you" in after.advice
     assert after.root_cause is not None and after.root_cause.id == "srtctl-container-plugin-missing"
+
+
+def test_srtctl_apply_mock_orchestrator_log_is_read_in_its_own_format(capsys: pytest.CaptureFixture[str]) -> None:
+    """`srtctl apply --mock` runs the real orchestrator and logs `HH:MM:SS | INFO | ...` to
+    mock_worker.log beside logs/: its stages are srtctl's, in order, to Completed."""
+    mock = DATA / "apply-mock"
+    log = mock / "mock_worker.log"
+    with log.open("rb") as handle:
+        lines = list(read_lines(handle))
+    triage = Triage()
+    seen = [c.new for line in lines for c in triage.feed(str(log), [line]).changes if c.subject == "stage"]
+    order = [s.value for s in Stage]
+    assert seen == sorted(seen, key=order.index), seen
+    assert {"Starting Infra", "Head Ready", "Starting Workers", "Benchmarking"} <= set(seen)
+    assert seen[-1] == "Completed"
+    doc = scan(capsys, str(mock))
+    assert doc["stage"] == "Completed" and doc["diagnosis"]["verdict"] == "healthy"  # type: ignore[index]
