@@ -28,6 +28,7 @@ from console.clusters import Profile
 from console.events import AttemptChanged, ClusterChanged, EngineEvent, TrackingError
 from console.launchers import DemoLauncher, Launcher, LaunchError, SrtctlLauncher
 from console.model import Arm, Recipe
+from console.provenance import collect_provenance
 from console.recipes import load_recipe, load_targets
 from console.recipes.yamlio import dump
 from console.scheduler import Scheduler, SchedulerError
@@ -216,6 +217,8 @@ class Engine:
     async def _submit_attempt(
         self, rt: ClusterRuntime, attempt: AttemptRow, arm: Arm, sweep_id: int | None = None
     ) -> AttemptRow:
+        # Read right before the submission: the checkout as it is when the job is handed over.
+        self.store.set_provenance(attempt.id, (await collect_provenance(rt, arm)).to_json())
         try:
             submitted = await rt.launcher.submit(arm, attempt.number, attempt.marker)
         except asyncio.CancelledError:

@@ -20,7 +20,8 @@ from console.config import load_config
 from console.engine import ClusterRuntime, Engine, build_runtime
 from console.events import CoreEvent
 from console.follow import AgentStatus
-from console.model import Recipe
+from console.launch_plan import ArmPlan, plan_arms
+from console.model import Arm, Recipe
 from console.monitor import SETTLE_S, AttemptView, Monitor
 from console.rerun import (
     RerunPlan,
@@ -175,6 +176,10 @@ class Session:
     async def launch(self, recipe: Recipe, cluster: str) -> int:
         """Submit the recipe's arms exactly as loaded (what the launch dialog showed)."""
         return await self.engine.launch([recipe.path], cluster, planned=([recipe], list(recipe.arms)))
+
+    async def plan_launch(self, arms: Sequence[Arm], cluster: str) -> list[ArmPlan]:
+        """The checks before a launch (settings, pin checks; no dry-run): what the dialog shows."""
+        return await plan_arms(self.engine.runtime(cluster), list(arms), dry_run=False)
 
     async def cancel(self, attempts: Sequence[AttemptRow]) -> None:
         await self.engine.cancel(attempts)

@@ -109,6 +109,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE attempts ADD COLUMN submitter TEXT;
     ALTER TABLE sweeps ADD COLUMN cancel_requested_at REAL;
     """,
+    # What the attempt ran (JSON, console.provenance): checkout commit, srtctl, image, pins, recipe.
+    """
+    ALTER TABLE attempts ADD COLUMN provenance TEXT;
+    """,
 )
 
 # How long a store locked by another process is waited for, and after how long that is said.
@@ -207,6 +211,7 @@ class AttemptRow:
     cancel_requested_at: float | None = None
     marker: str | None = None
     submitter: str | None = None
+    provenance: dict[str, Any] | None = None
 
     @property
     def live(self) -> bool:
@@ -480,6 +485,14 @@ class Store:
                 (attempt_id, time.time(), JobState.PENDING.value, "submit"),
             )
 
+    def set_provenance(self, attempt_id: int, provenance: Mapping[str, Any]) -> None:
+        """Record what the attempt runs (written once, when it is submitted)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE attempts SET provenance = ?, updated_at = ? WHERE id = ?",
+                (json.dumps(dict(provenance)), time.time(), attempt_id),
+            )
+
     def mark_submit_failed(self, attempt_id: int, error: str) -> None:
         now = time.time()
         with self._tx() as db:
@@ -653,5 +666,16 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["id"], r["arm_id"], r["number"], r["cluster"], r["launcher"], r["job_id"], r["output_dir"],
         r["results_dir"], r["config_yaml"], json.loads(r["concurrencies"]), r["state"], r["reason"],
         r["exit_code"], r["nodelist"], r["error"], r["submitted_at"], r["started_at"], r["ended_at"],
-        r["updated_at"], r["cancel_requested_at"], r["marker"], r["submitter"],
+        r["updated_at"], r["cancel_requested_at"], r["marker"], r["submitter"], _json_doc(r["provenance"]),
     )  # fmt: skip
+
+
+def _json_doc(text: str | None) -> dict[str, Any] | None:
+    """A stored JSON object, or None (absent, or unreadable: a damaged record is not fatal)."""
+    if not text:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None

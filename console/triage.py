@@ -538,6 +538,12 @@ def within(path: Path, root: Path) -> bool:
 
 def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Diagnosis | None:
     """The diagnosis of a job from its logs on this machine; None when there are none."""
+    triage = triage_output_dir(output_dir)
+    return triage.diagnose(state) if triage is not None else None
+
+
+def triage_output_dir(output_dir: str | Path) -> Triage | None:
+    """Every log of a job dir on this machine read into one triage; None when there are none."""
     logs = Path(output_dir) / "logs"
     try:
         files = sorted(p for p in logs.iterdir() if p.is_file() and p.name.endswith(LOG_SUFFIXES) and within(p, logs))
@@ -551,4 +557,4 @@ def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Dia
             feed_file(triage, path)
         except OSError:
             continue
-    return triage.diagnose(state)
+    return triage

@@ -7,6 +7,7 @@ held here, so the UI loop never waits on SQLite.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -53,6 +54,7 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         Binding("R", "rerun(True)", "Rerun missing"),
         Binding("p", "results", "Results"),
         Binding("e", "export_results", "Export"),
+        Binding("v", "report", "Report"),
         Binding("escape", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -70,6 +72,7 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         self.session = session
         self._arm_names: dict[int, tuple[str, int]] = {}
         self._attempts: dict[int, AttemptRow] = {}
+        self.report_dir: Path | None = None  # where `v` saves reports (None: the working directory)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -233,6 +236,20 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
             self.notify("No sweep selected", severity="warning")
             return
         self.export_results(self._arm(attempt.arm_id)[1])
+
+    def action_report(self) -> None:
+        """The selected row's sweep as a pull-request report (Markdown: saved and copied)."""
+        attempt = self.selected_attempt()
+        if attempt is None:
+            self.notify("No sweep selected", severity="warning")
+            return
+        self.write_report(f"s{self._arm(attempt.arm_id)[1]}")
+
+    @work(exclusive=False, group="report", exit_on_error=False)
+    async def write_report(self, target: str) -> None:
+        from screens.report_flow import save_report
+
+        await save_report(self, self.session, target, self.report_dir)
 
     @work(exclusive=False, group="export", exit_on_error=False)
     async def export_results(self, sweep_id: int) -> None:

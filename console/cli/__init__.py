@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from console import __version__
-from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, watch_cmd
+from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, validate_cmd, watch_cmd
 from console.store import StoreError
 
 
@@ -48,6 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--wait", action="store_true", help="wait until every attempt has ended")
     p.add_argument("--dry-run", action="store_true", help="show what would run (srtctl dry-run); submit nothing")
+    p.add_argument(
+        "--force", action="store_true",
+        help="submit even when the pin checks fail (srt-slurm commit mismatch, unsupported backend)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = sub.add_parser("status", help="sweeps, arms and attempts with their Slurm states")
@@ -67,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
 
     scan_cmd.add_parser(sub)
     results_cmd.add_parsers(sub)
+    validate_cmd.add_parsers(sub)
 
     p = sub.add_parser("watch", help="follow attempts live: stages, findings, diagnosis, points")
     p.add_argument("target", metavar="ATTEMPT|SWEEP")
@@ -107,6 +112,8 @@ def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
         "watch": watch_cmd.cmd_watch,
         "results": results_cmd.cmd_results,
         "rerun": results_cmd.cmd_rerun,
+        "report": validate_cmd.cmd_report,
+        "compare": validate_cmd.cmd_compare,
         "tui": lambda a: _tui(a, ui),
         None: lambda a: _tui(a, ui),
     }

@@ -14,9 +14,10 @@ from console.cli.context import CliError, Context, open_context, resolve_attempt
 from console.describe import grid_label, shown, topology_label
 from console.engine import LaunchRefused
 from console.ids import arm_ref, attempt_ref, parse_ref, sweep_ref
-from console.launch_plan import plan_arms, settings_label
+from console.launch_plan import ArmPlan, plan_arms, settings_label
 from console.launchers import LaunchError, SrtctlLauncher
 from console.model import Arm, Recipe
+from console.provenance import Provenance
 from console.recipes import load_targets
 from console.sanitize import clean_line
 from console.scheduler import SchedulerError
@@ -54,6 +55,10 @@ def attempt_doc(store: Store, attempt: AttemptRow) -> dict[str, Any]:
         "error": attempt.error,
         "cancelled_by_you": attempt.cancelled_by_operator,
         "elapsed_s": round(attempt.elapsed() or 0.0, 1) if attempt.started_at else None,
+        # What ran (the resolved recipe itself is in `report --json`; here its digest).
+        "provenance": Provenance.from_json(attempt.provenance).to_json(with_recipe=False)
+        if attempt.provenance
+        else None,
     }
 
 
@@ -119,12 +124,34 @@ def cmd_launch(args: argparse.Namespace) -> int:
             )
     if args.dry_run:
         return asyncio.run(_preview(ctx, arms, cluster, args.json))
-    if not args.yes:
-        if not sys.stdin.isatty():
-            return _fail("not a terminal: add --yes to launch without confirmation")
-        if input("Submit? [y/N] ").strip().lower() not in ("y", "yes"):
-            return _fail("nothing submitted")
     return asyncio.run(_launch(ctx, args, cluster, (recipes, arms)))
+
+
+async def _pin_checks(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -> list[ArmPlan]:
+    """The pin checks of every arm (no dry-run), printed unless the output is JSON."""
+    plans = await plan_arms(ctx.engine.runtime(cluster), arms, dry_run=False)
+    if not as_json:
+        for plan in plans:
+            for problem in plan.pin_problems:
+                mark = "✗" if problem.blocking else "!"
+                lines = problem.lines()
+                print(f"  {mark} {plan.arm.name}: {lines[0]}")
+                for line in lines[1:]:
+                    print(f"    {line}")
+            if plan.verdict == "unchecked":
+                print(f"  ! {plan.arm.name}: pins not checked: {plan.detail}")
+    return plans
+
+
+def _confirmed(args: argparse.Namespace) -> str | None:
+    """None when the operator confirmed (or --yes), else why nothing is submitted."""
+    if args.yes:
+        return None
+    if not sys.stdin.isatty():
+        return "not a terminal: add --yes to launch without confirmation"
+    if input("Submit? [y/N] ").strip().lower() not in ("y", "yes"):
+        return "nothing submitted"
+    return None
 
 
 async def _preview(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -> int:
@@ -148,6 +175,8 @@ async def _preview(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -
         for plan in plans:
             print(f"--- {shown(plan.arm.name)} ---")
             print(f"scheduling: {shown(settings_label(plan.settings), 2000)}")
+            for problem in plan.pin_problems:
+                print(("PIN CHECK FAILED: " if problem.blocking else "pin warning: ") + shown(str(problem), 2000))
             if plan.arm.name in texts:
                 # The cluster's own words: untrusted text, shown inert.
                 print("\n".join(clean_line(line) for line in texts[plan.arm.name].splitlines()))
@@ -160,11 +189,21 @@ async def _preview(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -
                     print("The header agrees with the console's plan.")
             else:
                 print(f"{plan.verdict.upper()}: {shown(plan.detail, 4000)}")
-    return 0 if all(p.verdict in ("ok", "unchecked") for p in plans) else 1
+    return 0 if all(p.verdict in ("ok", "unchecked") and not p.blocking for p in plans) else 1
 
 
 async def _launch(ctx: Context, args: argparse.Namespace, cluster: str, planned: tuple[list[Recipe], list[Arm]]) -> int:
     try:
+        plans = await _pin_checks(ctx, planned[1], cluster, args.json)
+        blocked = [p for p in plans if p.blocking]
+        if blocked and not args.force:
+            if args.json:
+                _json({"refused": [p.as_dict() for p in blocked]})
+            return _fail("the cluster's checkout cannot run these arms as stated; nothing was submitted "
+                         "(--force submits anyway)")  # fmt: skip
+        refusal = _confirmed(args)
+        if refusal:
+            return _fail(refusal)
         sweep_id = await ctx.engine.launch(args.paths, cluster, name=args.name, planned=planned)
         attempts = [a for arm in ctx.store.arms(sweep_id) for a in ctx.store.attempts(arm.id)]
         if args.wait:
