@@ -32,6 +32,11 @@ def test_the_real_upstream_srtctl_refuses_an_atom_recipe_before_submission(
     site: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     twin = str(RECIPES / "demo" / "mi355x-1p1d-tp8.yaml")
+    # Without a flavour in the profile the recipe passes the console's own check (an unknown
+    # flavour only warns); the checkout's own backends and frontends refuse it.
+    config = json.loads((site / "config.yaml").read_text())
+    config["clusters"]["real"].pop("srtctl_flavour", None)
+    (site / "config.yaml").write_text(json.dumps(config))
     assert main(["launch", twin, "--cluster", "real", "--yes", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     kinds = {p["kind"] for p in doc["refused"][0]["pin_problems"]}
