@@ -495,6 +495,14 @@ def job_env(job: dict[str, Any]) -> dict[str, str]:
         SLURM_SUBMIT_DIR=str(job.get("workdir") or os.getcwd()),
         SLURM_CLUSTER_NAME="local",
     )
+    # Every node of this scheduler is this machine, with all its CPUs; one task per node (the demo
+    # batch script's --ntasks-per-node=1), as sbatch tells a job its allocation.
+    cpus = os.cpu_count() or 1
+    env.update(
+        SLURM_JOB_CPUS_PER_NODE=f"{cpus}(x{nodes})" if nodes > 1 else str(cpus),
+        SLURM_CPUS_ON_NODE=str(cpus),
+        SLURM_NTASKS=str(nodes),
+    )
     if job.get("partition"):
         env["SLURM_JOB_PARTITION"] = str(job["partition"])
     if job.get("account"):
