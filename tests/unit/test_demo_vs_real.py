@@ -150,18 +150,35 @@ def test_job_records_have_the_real_schema(demo: Job, real: Job) -> None:
         assert isinstance(demo_fp, dict) and isinstance(real_fp, dict)
         assert list(demo_fp) == list(real_fp), rel
         assert sorted(demo_fp["env"]) == sorted(real_fp["env"]), rel
-    meta = demo.json(f"{demo.job_id}.json")
-    assert isinstance(meta, dict) and meta["model"]["path"] == str(yaml.safe_load(RECIPE.read_text())["model"]["path"])
+    meta, real_meta = demo.json(f"{demo.job_id}.json"), real.json(f"{real.job_id}.json")
+    assert isinstance(meta, dict) and isinstance(real_meta, dict)
+    assert meta["model"]["path"] == real_meta["model"]["path"]
     for rel in ("config.yaml", "logs/config.yaml"):
-        assert yaml.safe_load((demo.root / rel).read_text()) == yaml.safe_load((real.root / rel).read_text()), rel
+        demo_doc = launched(yaml.safe_load((demo.root / rel).read_text()))
+        assert demo_doc == launched(yaml.safe_load((real.root / rel).read_text())), rel
     demo_lock = yaml.safe_load((demo.root / "recipe.lock.yaml").read_text())
     real_lock = yaml.safe_load((real.root / "recipe.lock.yaml").read_text())
     assert list(demo_lock["lock"]) == list(real_lock["lock"])
-    assert {k: v for k, v in demo_lock.items() if k != "lock"} == {k: v for k, v in real_lock.items() if k != "lock"}
+    demo_recipe = launched({k: v for k, v in demo_lock.items() if k != "lock"})
+    assert demo_recipe == launched({k: v for k, v in real_lock.items() if k != "lock"})
     assert list(demo_lock["lock"]["fingerprints"]) == list(real_lock["lock"]["fingerprints"])
     for name in ("sbatch_script.sh", f"{demo.job_id}.json", "config.yaml"):
         assert (demo.logs / name).read_bytes() == (demo.root / name).read_bytes(), name
     assert (demo.logs / "etcd.log").read_bytes() == b"" == (real.logs / "etcd.log").read_bytes()
+
+
+def launched(doc: dict[str, object]) -> dict[str, object]:
+    """A submitted recipe without what the launch adds to it: the profile's scheduling values
+    (`slurm:`) and the console's marker (`sbatch_directives.comment`)."""
+    out = {k: v for k, v in doc.items() if k != "slurm"}
+    directives = out.get("sbatch_directives")
+    if isinstance(directives, dict):
+        directives = {k: v for k, v in directives.items() if k != "comment"}
+        if directives:
+            out["sbatch_directives"] = directives
+        else:
+            out.pop("sbatch_directives")
+    return out
 
 
 def shape(value: object) -> object:
