@@ -73,11 +73,13 @@ async def stream_kills(kills: int, transport_kind: str) -> dict[str, Any]:
 
         env = cluster_env()
         transport: Any = SshTransport(ssh_spec(env), name="bench")
+        # The writer has a connection of its own: the one the follower uses is the one killed.
+        writer_transport: Any = SshTransport(ssh_spec(env), name="bench-writer")
         directory = f"{env['SRT_CLUSTER_WORKDIR']}/bench-faults-{os.getpid()}"
     else:
         from console.transport.local import LocalTransport
 
-        transport = LocalTransport()
+        transport = writer_transport = LocalTransport()
         directory = tempfile.mkdtemp(prefix="bench-faults-")
     log_rel = "logs/node1_agg_w0.out"
     await transport.run(["mkdir", "-p", "--", f"{directory}/logs"], check=True)
@@ -85,7 +87,7 @@ async def stream_kills(kills: int, transport_kind: str) -> dict[str, Any]:
     seen: list[int] = []
     stop = asyncio.Event()
     # The writer runs next to the log (on the cluster for ssh): one numbered line per ~1 ms.
-    writer = await transport.start(
+    writer = await writer_transport.start(
         [
             "python3",
             "-c",
@@ -108,7 +110,10 @@ async def stream_kills(kills: int, transport_kind: str) -> dict[str, Any]:
         started = time.monotonic()
         for _ in range(kills):
             before = len(seen)
+            deadline = time.monotonic() + 60
             while len(seen) <= before:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no line delivered for 60 s after {len(seen)} lines: the stream is stuck")
                 await asyncio.sleep(0.01)
             if transport_kind == "ssh":
                 conn = transport._conn
@@ -131,6 +136,8 @@ async def stream_kills(kills: int, transport_kind: str) -> dict[str, Any]:
         restarts = follower.restarts
     await transport.run(["rm", "-rf", "--", directory], timeout=60)
     await transport.close()
+    if writer_transport is not transport:
+        await writer_transport.close()
     expected = final + 1
     unique = set(seen)
     out_of_order = sum(1 for a, b in itertools.pairwise(seen) if b <= a)
