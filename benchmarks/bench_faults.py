@@ -72,7 +72,10 @@ async def stream_kills(kills: int, transport_kind: str) -> dict[str, Any]:
         from console.transport.ssh import SshTransport
 
         env = cluster_env()
-        transport: Any = SshTransport(ssh_spec(env), name="bench")
+        # Every connection is killed young here, which the transport otherwise takes for a server
+        # that accepts and drops it (its backoff then grows to a minute): keep its delays as short
+        # as the follower's, so the run measures loss and order, not the backoff.
+        transport: Any = SshTransport(ssh_spec(env), name="bench", backoff_initial=0.05, backoff_max=0.5)
         # The writer has a connection of its own: the one the follower uses is the one killed.
         writer_transport: Any = SshTransport(ssh_spec(env), name="bench-writer")
         directory = f"{env['SRT_CLUSTER_WORKDIR']}/bench-faults-{os.getpid()}"
