@@ -252,8 +252,10 @@ def _provenance(p: Provenance | None) -> list[str]:
     if pinned:
         rows.append(["pinned", "; ".join(dict.fromkeys(pinned))])
     if p.scheduling:
+        # A value nobody set is Slurm's own default: said once, not "Slurm default (Slurm default)".
         rows.append(["scheduling", " · ".join(
-            f"{text(s.get('key'))} {text(s.get('value') or 'Slurm default')} ({text(s.get('source'))})"
+            f"{text(s.get('key'))} {text(s.get('value'))} ({text(s.get('source'))})" if s.get("value")
+            else f"{text(s.get('key'))} {text(s.get('source') or 'Slurm default')}"
             for s in p.scheduling)])  # fmt: skip
     rows.append(["resolved recipe", f"sha256 {code(p.recipe_sha256)}"])
     for note in p.notes:

@@ -96,6 +96,8 @@ def test_report_of_the_seed_twins(data_dir: Path, capsys: pytest.CaptureFixture[
     assert "ATOM_COMMIT `4e0848dcdf94f3d4be0c1e3ce51db99bc93f8b8c`" in md
     assert f"sha256 `{hashlib.sha256(two.config_yaml.encode()).hexdigest()}`" in md
     assert "time_limit 04:00:00 (recipe)" in md
+    # Unset values are Slurm's own default, said once.
+    assert "partition Slurm default ·" in md and "Slurm default (Slurm default)" not in md
 
     # The furthest stage in words, the root cause quoted, where, deterministic, the advice.
     assert "Reached: All 64 model shards and CUDA-graph capture completed on both prefills and the decode" in md
