@@ -85,10 +85,27 @@ class AgentChanged:
     status: AgentStatus
 
 
+@dataclass(frozen=True)
+class FileSkipped:
+    """A file of an attempt's dirs that is not read, and why (a link out of the dir, a loop...)."""
+
+    attempt_id: int
+    file: str
+    reason: str
+
+
 EngineEvent = AttemptChanged | ClusterChanged | TrackingError
-MonitorEvent = LogLines | Triaged | PointArrived | PointRunning | AgentChanged | TrackingError
+MonitorEvent = LogLines | Triaged | PointArrived | PointRunning | AgentChanged | FileSkipped | TrackingError
 CoreEvent = (
-    AttemptChanged | ClusterChanged | TrackingError | LogLines | Triaged | PointArrived | PointRunning | AgentChanged
+    AttemptChanged
+    | ClusterChanged
+    | TrackingError
+    | LogLines
+    | Triaged
+    | PointArrived
+    | PointRunning
+    | AgentChanged
+    | FileSkipped
 )
 
 __all__ = [
@@ -97,6 +114,7 @@ __all__ = [
     "ClusterChanged",
     "CoreEvent",
     "EngineEvent",
+    "FileSkipped",
     "LogLines",
     "MonitorEvent",
     "PointArrived",

@@ -34,6 +34,7 @@ from console.events import (
     AgentChanged,
     AttemptChanged,
     EngineEvent,
+    FileSkipped,
     LogLines,
     MonitorEvent,
     PointArrived,
@@ -49,6 +50,7 @@ from console.follow import (
     LinesEvent,
     ResetEvent,
     ResultEvent,
+    SkippedEvent,
 )
 from console.results import PointResult, parse_result_name, point_from_bytes, running_concurrency
 from console.stages import Stage
@@ -89,6 +91,7 @@ class AttemptView:
     running: int | None = None  # the concurrency benchmark.out says is being measured
     bench_tail: str = ""
     templates_saved: int = -1  # how many of a healthy attempt's templates the store holds
+    skipped: dict[str, str] = field(default_factory=dict)  # file -> why it is not read
 
 
 class Monitor:
@@ -240,6 +243,9 @@ class Monitor:
                 self._emit(PointArrived(view.attempt.id, point))
         elif isinstance(event, ResetEvent):
             view.replay_until.pop(event.file, None)
+        elif isinstance(event, SkippedEvent) and event.file not in view.skipped:
+            view.skipped[event.file] = event.reason
+            self._emit(FileSkipped(view.attempt.id, event.file, event.reason))
 
     def _benchmark_lines(self, view: AttemptView, lines: list[str]) -> None:
         view.bench_tail = (view.bench_tail + "\n" + "\n".join(lines))[-BENCH_TAIL_CHARS:]

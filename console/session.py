@@ -20,7 +20,8 @@ from console.config import load_config
 from console.engine import ClusterRuntime, Engine, build_runtime
 from console.events import CoreEvent
 from console.follow import AgentStatus
-from console.model import Recipe
+from console.launch_plan import ArmPlan, plan_arms
+from console.model import Arm, Recipe
 from console.monitor import SETTLE_S, AttemptView, Monitor
 from console.rerun import (
     RerunPlan,
@@ -73,7 +74,9 @@ class Session:
         profiles, problems = load_profiles(config, data_dir)
         for problem in problems:
             note(problem)
-        store = Store(data_dir / "console.sqlite3")
+        store = Store(data_dir / "console.sqlite3", on_wait=note)
+        for problem in store.notes:
+            note(problem)
         default = config.raw.get("default_cluster")
         default_cluster = default if isinstance(default, str) and default in profiles else LOCAL
         session = cls.of(Engine(store, profiles, data_dir), default_cluster)
@@ -177,6 +180,10 @@ class Session:
     async def launch(self, recipe: Recipe, cluster: str) -> int:
         """Submit the recipe's arms exactly as loaded (what the launch dialog showed)."""
         return await self.engine.launch([recipe.path], cluster, planned=([recipe], list(recipe.arms)))
+
+    async def plan_launch(self, arms: Sequence[Arm], cluster: str) -> list[ArmPlan]:
+        """The checks before a launch (settings, pin checks; no dry-run): what the dialog shows."""
+        return await plan_arms(self.engine.runtime(cluster), list(arms), dry_run=False)
 
     async def cancel(self, attempts: Sequence[AttemptRow]) -> None:
         await self.engine.cancel(attempts)

@@ -12,6 +12,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from console.launch_plan import ArmPlan
 from console.model import Recipe
 from console.recipes import load_recipe, load_targets
 from console.recipes.flavours import Flavour
@@ -121,7 +122,12 @@ class RecipesScreen(ReportsWorkerErrors, Screen[None]):
             if cluster:
                 self.post_message(LaunchRequested(recipe, cluster))  # the app submits it
 
-        dialog = LaunchDialog(f"Launch {recipe.path}", list(recipe.arms), session.profiles, session.default_cluster)
+        async def checks(cluster: str) -> list[ArmPlan]:
+            return await session.plan_launch(recipe.arms, cluster)
+
+        dialog = LaunchDialog(
+            f"Launch {recipe.path}", list(recipe.arms), session.profiles, session.default_cluster, checker=checks
+        )
         self.app.push_screen(dialog, chosen)
 
     def action_show_tab(self, tab: str) -> None:

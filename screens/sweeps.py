@@ -7,6 +7,7 @@ held here, so the UI loop never waits on SQLite.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -16,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from console.describe import shown
 from console.events import AgentChanged, AttemptChanged, ClusterChanged
 from console.ids import attempt_ref, sweep_ref
 from console.session import Session
@@ -52,6 +54,7 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         Binding("R", "rerun(True)", "Rerun missing"),
         Binding("p", "results", "Results"),
         Binding("e", "export_results", "Export"),
+        Binding("v", "report", "Report"),
         Binding("escape", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -69,6 +72,7 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         self.session = session
         self._arm_names: dict[int, tuple[str, int]] = {}
         self._attempts: dict[int, AttemptRow] = {}
+        self.report_dir: Path | None = None  # where `v` saves reports (None: the working directory)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -109,13 +113,13 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         cells = {
             "attempt": attempt_ref(attempt.arm_id, attempt.number),
             "sweep": sweep_ref(sweep_id),
-            "arm": Text(name),
+            "arm": Text(shown(name)),
             "cluster": attempt.cluster,
             "job": attempt.job_id or "-",
             "state": self.state_text(attempt.state),
-            "reason": Text(attempt.reason or attempt.error or ""),
+            "reason": Text(shown(attempt.reason or attempt.error or "")),
             "elapsed": elapsed_text(attempt, time.time()),
-            "nodes": Text(attempt.nodelist or ""),
+            "nodes": Text(shown(attempt.nodelist or "")),
         }
         if key in table.rows:
             for column, value in cells.items():
@@ -232,6 +236,20 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
             self.notify("No sweep selected", severity="warning")
             return
         self.export_results(self._arm(attempt.arm_id)[1])
+
+    def action_report(self) -> None:
+        """The selected row's sweep as a pull-request report (Markdown: saved and copied)."""
+        attempt = self.selected_attempt()
+        if attempt is None:
+            self.notify("No sweep selected", severity="warning")
+            return
+        self.write_report(f"s{self._arm(attempt.arm_id)[1]}")
+
+    @work(exclusive=False, group="report", exit_on_error=False)
+    async def write_report(self, target: str) -> None:
+        from screens.report_flow import save_report
+
+        await save_report(self, self.session, target, self.report_dir)
 
     @work(exclusive=False, group="export", exit_on_error=False)
     async def export_results(self, sweep_id: int) -> None:

@@ -13,8 +13,9 @@ from textual.highlight import highlight
 from textual.widget import Widget
 from textual.widgets import Label, Static, TabbedContent, TabPane
 
-from console.describe import grid_label, nodes_label, seq_label
+from console.describe import grid_label, nodes_label, seq_label, shown
 from console.model import Arm, Recipe
+from console.sanitize import clean_text
 from screens.widgets.recipe_tree import display_path
 from screens.widgets.topology import TopologyView
 
@@ -28,7 +29,7 @@ class ArmCard(Vertical):
 
     def compose(self) -> ComposeResult:
         arm, topo = self.arm, self.arm.topology
-        yield Label(Text(arm.name), classes="arm-title")
+        yield Label(Text(shown(arm.name)), classes="arm-title")
         facts = [
             ("variant", arm.variant or "-"),
             ("selector", f":{arm.selector}" if arm.selector else "-"),
@@ -43,11 +44,11 @@ class ArmCard(Vertical):
         text = Text()
         for key, value in facts:
             text.append(f"  {key:<18}", style="dim")
-            text.append(f"{value}\n")
+            text.append(f"{shown(value)}\n")
         for pin in arm.pins:
-            text.append(f"  {'pin ' + pin.name:<18}", style="dim")
-            text.append(pin.value)
-            text.append(f"  ({pin.source})\n", style="dim")
+            text.append(f"  {'pin ' + shown(pin.name):<18}", style="dim")
+            text.append(shown(pin.value))
+            text.append(f"  ({shown(pin.source)})\n", style="dim")
         text.rstrip()
         yield Static(text, classes="facts")
         yield TopologyView(topo)
@@ -56,7 +57,7 @@ class ArmCard(Vertical):
 def numbered_yaml(text: str) -> Content:
     """Recipe text highlighted in the theme's colours, with line numbers. It is shown as text:
     the highlighter never interprets markup."""
-    lines = highlight(text, language="yaml").split("\n")
+    lines = highlight(clean_text(text), language="yaml").split("\n")
     width = len(str(len(lines)))
     return Content("\n").join(
         Content.assemble((f"{number:>{width}} ", "$text-muted"), line) for number, line in enumerate(lines, 1)
