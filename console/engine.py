@@ -23,17 +23,20 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from console.clusters import Profile
 from console.events import AttemptChanged, ClusterChanged, EngineEvent, TrackingError
-from console.launchers import DemoLauncher, Launcher, LaunchError, SrtctlLauncher
-from console.model import Arm, Recipe
-from console.provenance import collect_provenance
-from console.recipes import load_recipe, load_targets
-from console.recipes.yamlio import dump
 from console.scheduler import Scheduler, SchedulerError
 from console.store import SUBMITTING, AttemptRow, LaunchArm, Store, StoreError, process_gone
 from console.transport.base import CommandFailed, ConnectionStatus, Transport, TransportError
+
+if TYPE_CHECKING:
+    from console.clusters import Profile
+    from console.launchers import Launcher
+    from console.model import Arm, Recipe
+
+# Tracking (`status`, `cancel`, the poll loop) needs only the store and the schedulers: the
+# launchers, the recipe loader and the provenance are imported by what launches.
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,8 @@ def build_runtime(profile: Profile, data_dir: Path) -> ClusterRuntime:
         from console.slurm import SlurmScheduler
 
         scheduler = SlurmScheduler(transport)
+    from console.launchers import DemoLauncher, SrtctlLauncher
+
     launcher: Launcher
     if profile.launcher == "srtctl":
         launcher = SrtctlLauncher(profile, transport, profile.srtctl)
@@ -162,6 +167,8 @@ class Engine:
 
     def plan(self, targets: Sequence[str]) -> tuple[list[Recipe], list[Arm]]:
         """The recipes and arms a launch of `targets` would submit (nothing is submitted)."""
+        from console.recipes import load_targets
+
         recipes = load_targets(targets)
         return recipes, [arm for recipe in recipes for arm in recipe.arms]
 
@@ -179,6 +186,8 @@ class Engine:
         recipe has an error. A submission that fails leaves its attempt in SUBMIT_FAILED with the
         launcher's message; the others go on.
         """
+        from console.recipes.yamlio import dump
+
         recipes, arms = planned or self.plan(targets)
         problems = [str(p) for r in recipes for p in r.errors]
         if problems:
@@ -209,6 +218,8 @@ class Engine:
         return sweep_id
 
     async def _submit(self, rt: ClusterRuntime, arm_id: int, arm: Arm) -> AttemptRow:
+        from console.recipes.yamlio import dump
+
         attempt = self.store.add_attempt(
             arm_id, rt.profile.name, rt.launcher.name, dump(arm.config), arm.concurrencies, marker=new_marker()
         )
@@ -217,6 +228,9 @@ class Engine:
     async def _submit_attempt(
         self, rt: ClusterRuntime, attempt: AttemptRow, arm: Arm, sweep_id: int | None = None
     ) -> AttemptRow:
+        from console.launchers import LaunchError
+        from console.provenance import collect_provenance
+
         # Read right before the submission: the checkout as it is when the job is handed over.
         self.store.set_provenance(attempt.id, (await collect_provenance(rt, arm)).to_json())
         try:
@@ -251,6 +265,10 @@ class Engine:
         SUBMIT_FAILED when there is none. A cluster that cannot be asked keeps its attempts for
         the next poll. Returns the attempts that changed."""
         orphans = [a for a in self.store.attempts(live=True) if a.state == SUBMITTING and process_gone(a.submitter)]
+        if not orphans:
+            return []
+        from console.launchers import LaunchError
+
         by_cluster: dict[str, list[AttemptRow]] = {}
         for attempt in orphans:
             by_cluster.setdefault(attempt.cluster, []).append(attempt)
@@ -287,6 +305,8 @@ class Engine:
 
     async def resubmit(self, arm_id: int, config_yaml: str, cluster: str) -> AttemptRow:
         """A new attempt of a stored arm with exactly the given resolved config."""
+        from console.recipes import load_recipe
+
         stored = self.store.arm(arm_id)
         if stored is None:
             raise LaunchRefused(f"no arm {arm_id}")
@@ -421,6 +441,8 @@ class Engine:
         Its output dir is the batch output's job dir (srtctl's `<outputs>/<id>/logs/sweep_<id>.log`),
         its config the job dir's config.yaml when it loads as a recipe.
         """
+        from console.recipes import load_recipe
+
         rt = self.runtime(cluster)
         try:
             info = await rt.scheduler.describe(job_id)

@@ -13,32 +13,28 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.clusters import LOCAL, Profile, load_profiles
 from console.config import load_config
 from console.engine import ClusterRuntime, Engine, build_runtime
-from console.events import CoreEvent
-from console.follow import AgentStatus
-from console.launch_plan import ArmPlan, plan_arms
-from console.model import Arm, Recipe
 from console.monitor import SETTLE_S, AttemptView, Monitor
-from console.rerun import (
-    RerunPlan,
-    RerunRefused,
-    ResultsUnavailable,
-    arm_points_view,
-    fetch_arm_points,
-    plan_rerun,
-    rerun,
-)
-from console.results import AttemptPoints, points_rows
 from console.store import ArmRow, AttemptRow, Store, SweepRow, default_data_dir
-from console.triage import diagnose_output_dir
+
+if TYPE_CHECKING:
+    from console.events import CoreEvent
+    from console.follow import AgentStatus
+    from console.launch_plan import ArmPlan
+    from console.model import Arm, Recipe
+    from console.rerun import RerunPlan
+    from console.results import AttemptPoints
+
+# What only some questions need (launch checks, reruns, results, a local scan) is imported by
+# the method that asks: a command that only tracks states starts without them.
 
 POLL_INTERVAL_S = 2.0
 
-Listener = Callable[[CoreEvent], None]
+Listener = Callable[["CoreEvent"], None]
 
 
 @dataclass
@@ -179,6 +175,8 @@ class Session:
 
     async def plan_launch(self, arms: Sequence[Arm], cluster: str) -> list[ArmPlan]:
         """The checks before a launch (settings, pin checks; no dry-run): what the dialog shows."""
+        from console.launch_plan import plan_arms
+
         return await plan_arms(self.engine.runtime(cluster), list(arms), dry_run=False)
 
     async def cancel(self, attempts: Sequence[AttemptRow]) -> None:
@@ -186,10 +184,15 @@ class Session:
 
     async def arm_points(self, arm_id: int) -> dict[int, AttemptPoints]:
         """Per attempt of the arm: its points, from the monitor when it has them, else read now."""
+        from console.rerun import fetch_arm_points
+
         return await fetch_arm_points(self.engine, arm_id, self.monitor.views)
 
     async def plan_rerun(self, arm_id: int, missing_only: bool) -> RerunPlan:
         """What a rerun of the arm would submit (:class:`RerunRefused` with the reason when none)."""
+        from console.rerun import RerunRefused, ResultsUnavailable, plan_rerun
+        from console.triage import diagnose_output_dir
+
         views = self.monitor.views
         try:
             fetched = await self.arm_points(arm_id) if missing_only else None
@@ -205,10 +208,15 @@ class Session:
         return plan_rerun(self.store, arm_id, missing_only, diagnosis, monitor_views=views, attempt_points=fetched)
 
     async def rerun(self, plan: RerunPlan) -> AttemptRow:
+        from console.rerun import rerun
+
         return await rerun(self.engine, plan)
 
     async def sweep_rows(self, sweep_id: int) -> list[dict[str, Any]]:
         """Every arm's merged points of a sweep as JSON documents (the export)."""
+        from console.rerun import arm_points_view
+        from console.results import points_rows
+
         rows: list[dict[str, Any]] = []
         for arm in self.store.arms(sweep_id):
             fetched = await self.arm_points(arm.id)
