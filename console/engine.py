@@ -17,14 +17,16 @@ under way as soon as its id is known.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from console.cadence import Cadence
 from console.events import AttemptChanged, ClusterChanged, EngineEvent, TrackingError
 from console.scheduler import Scheduler, SchedulerError
 from console.store import SUBMITTING, AttemptRow, LaunchArm, Store, StoreError, process_gone
@@ -115,13 +117,20 @@ class Engine:
         profiles: dict[str, Profile],
         data_dir: Path,
         runtime_factory: Callable[[Profile, Path], ClusterRuntime] = build_runtime,
+        *,
+        cadence: Cadence | None = None,
     ) -> None:
         self.store = store
         self.profiles = profiles
         self.data_dir = data_dir
+        self.cadence = cadence or Cadence()
         self._factory = runtime_factory
         self._runtimes: dict[str, ClusterRuntime] = {}
         self._listeners: list[Listener] = []
+        # Clusters where this engine just submitted or cancelled (monotonic time): polled at
+        # once (the poll loop is woken) and then quickly for the cadence's expect_s.
+        self._nudged_at: dict[str, float] = {}
+        self._wake: asyncio.Event | None = None
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -155,6 +164,12 @@ class Engine:
         if rt is not None and rt.status != status:
             rt.status = status
             self._emit(ClusterChanged(cluster, status))
+
+    def _nudge(self, cluster: str) -> None:
+        """A change is expected on this cluster (a submission, a cancel): poll it now and quickly."""
+        self._nudged_at[cluster] = time.monotonic()
+        if self._wake is not None:
+            self._wake.set()
 
     def cluster_statuses(self) -> dict[str, str]:
         return {name: rt.status for name, rt in self._runtimes.items()}
@@ -245,6 +260,7 @@ class Engine:
             self.store.mark_submit_failed(attempt.id, f"{type(exc).__name__}: {exc}")
         else:
             self.store.mark_submitted(attempt.id, submitted.job_id, submitted.output_dir, submitted.results_dir)
+            self._nudge(rt.profile.name)
             await self._cancel_if_requested(rt, attempt.id, sweep_id)
         row = self.store.attempt(attempt.id)
         self._emit(AttemptChanged(row))
@@ -301,6 +317,7 @@ class Engine:
                 row = self.store.attempt(attempt.id)
                 changed.append(row)
                 self._emit(AttemptChanged(row))
+            self._nudge(cluster)
         return changed
 
     async def resubmit(self, arm_id: int, config_yaml: str, cluster: str) -> AttemptRow:
@@ -317,8 +334,9 @@ class Engine:
 
     # --- tracking ----------------------------------------------------------------------
 
-    async def poll_once(self) -> list[AttemptRow]:
-        """One scheduler poll per cluster for all its live attempts; returns the attempts that changed."""
+    async def poll_once(self, clusters: Collection[str] | None = None) -> list[AttemptRow]:
+        """One scheduler poll per cluster (of ``clusters``, default every one) for all its live
+        attempts; returns the attempts that changed."""
         changed: list[AttemptRow] = []
         try:
             changed += await self.reconcile()
@@ -330,7 +348,8 @@ class Engine:
         live = [a for a in self.store.attempts(live=True) if a.job_id]
         by_cluster: dict[str, list[AttemptRow]] = {}
         for attempt in live:
-            by_cluster.setdefault(attempt.cluster, []).append(attempt)
+            if clusters is None or attempt.cluster in clusters:
+                by_cluster.setdefault(attempt.cluster, []).append(attempt)
         # One cluster's unexpected error is reported and its attempts keep their state; the
         # others are tracked as usual.
         results = await asyncio.gather(
@@ -375,22 +394,36 @@ class Engine:
 
     async def watch(
         self,
-        interval: float = 2.0,
+        interval: float | None = None,
         until: Callable[[], bool] | None = None,
         *,
         after_poll: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """The poll loop: every `interval` seconds one poll (then `after_poll`, e.g. following
-        the attempts' logs) until `until()` is true, or forever.
+        """The poll loop: each cluster with live attempts is polled at the engine's cadence
+        (``interval`` fixes one pace instead), then ``after_poll`` runs (e.g. following the
+        attempts' logs), until ``until()`` is true, or forever.
 
-        An iteration that fails is reported (:class:`TrackingError`) and the loop goes on.
+        The store is looked at every quick interval (a local read), so a submission or a cancel
+        by another console quickens the pace too. An iteration that fails is reported
+        (:class:`TrackingError`) and the loop goes on.
         """
+        cadence = self.cadence if interval is None else Cadence.fixed(interval)
+        self._wake = wake = asyncio.Event()
+        last: dict[str, float] = {}  # cluster -> monotonic start of its last poll
+        followed = -float("inf")  # when after_poll last ran
         while True:
+            wake.clear()
             started = time.monotonic()
+            next_in = cadence.quick_s
             try:
-                await self.poll_once()
-                if after_poll is not None:
-                    await after_poll()
+                due, next_in = self._due(cadence, last, started)
+                if due or started - followed >= cadence.steady_s:
+                    for cluster in due:
+                        last[cluster] = started
+                    await self.poll_once(due)
+                    if after_poll is not None:
+                        await after_poll()
+                    followed = started
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -398,10 +431,34 @@ class Engine:
                 self._emit(TrackingError(None, f"{type(exc).__name__}: {exc}"))
             if until is not None and until():
                 return
-            await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
+            # Woken at once by a submission or cancel of this engine; else the store is looked
+            # at again within a quick interval.
+            delay = max(0.0, min(next_in, cadence.quick_s) - (time.monotonic() - started))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(wake.wait(), delay)
 
-    async def wait(self, attempt_ids: Sequence[int], interval: float = 1.0) -> list[AttemptRow]:
-        """Poll until every given attempt has ended; returns their final rows."""
+    def _due(self, cadence: Cadence, last: dict[str, float], mono: float) -> tuple[set[str], float]:
+        """The clusters due for a poll at monotonic time ``mono``, and the seconds until the next is."""
+        now = time.time()
+        by_cluster: dict[str, list[AttemptRow]] = {}
+        for attempt in self.store.attempts(live=True):
+            by_cluster.setdefault(attempt.cluster, []).append(attempt)
+        due: set[str] = set()
+        next_in = cadence.steady_s
+        for cluster, attempts in by_cluster.items():
+            previous = last.get(cluster, -float("inf"))
+            nudged_at = self._nudged_at.get(cluster, -float("inf"))
+            pace = cadence.interval(attempts, now, nudged=mono - nudged_at < cadence.expect_s)
+            if mono - previous >= pace or nudged_at > previous:
+                due.add(cluster)
+                next_in = min(next_in, pace)
+            else:
+                next_in = min(next_in, pace - (mono - previous))
+        return due, next_in
+
+    async def wait(self, attempt_ids: Sequence[int], interval: float | None = None) -> list[AttemptRow]:
+        """Poll (at the engine's cadence, or every ``interval`` s) until every given attempt has
+        ended; returns their final rows."""
         ids = set(attempt_ids)
 
         def done() -> bool:
@@ -432,6 +489,7 @@ class Engine:
                 by_cluster.setdefault(attempt.cluster, []).append(attempt.job_id)
         for cluster, job_ids in by_cluster.items():
             await self.runtime(cluster).scheduler.cancel(job_ids)
+            self._nudge(cluster)
         if unrecorded is not None:
             raise unrecorded
 

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 # What only some questions need (launch checks, reruns, results, a local scan) is imported by
 # the method that asks: a command that only tracks states starts without them.
 
-POLL_INTERVAL_S = 2.0
-
 Listener = Callable[["CoreEvent"], None]
 
 
@@ -124,16 +122,17 @@ class Session:
 
     async def track(
         self,
-        interval: float = POLL_INTERVAL_S,
+        interval: float | None = None,
         until: Callable[[], bool] | None = None,
         *,
         follow: bool = True,
     ) -> None:
-        """The single poll loop: one scheduler poll per cluster per tick, then (``follow``) the
-        logs of every attempt worth following. Failures are reported, never fatal."""
+        """The single poll loop: each cluster's scheduler at the engine's cadence (steady, quick
+        while a change is expected; ``interval`` fixes one pace), then (``follow``) the logs of
+        every attempt worth following. Failures are reported, never fatal."""
         await self.engine.watch(interval, until, after_poll=self.monitor.sync if follow else None)
 
-    async def wait(self, attempt_ids: Sequence[int], interval: float = 1.0) -> list[AttemptRow]:
+    async def wait(self, attempt_ids: Sequence[int], interval: float | None = None) -> list[AttemptRow]:
         """Poll until every given attempt has ended; returns their final rows."""
         return await self.engine.wait(attempt_ids, interval)
 
