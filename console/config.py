@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from console.recipes.yamlio import Marks, YamlError, decode, load
+if TYPE_CHECKING:
+    from console.recipes.yamlio import Marks
 
 ENV_CONFIG = "SRT_CONSOLE_CONFIG"
 
@@ -37,6 +38,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     if not chosen.exists():
         missing = (f"{chosen}: no such config file",) if path else ()
         return Config(chosen, problems=missing)
+    from console.recipes.yamlio import YamlError, decode, load  # PyYAML only when there is a file
+
     try:
         data, marks = load(decode(chosen.read_bytes()))
     except YamlError as exc:

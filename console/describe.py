@@ -8,9 +8,12 @@ goes through :func:`shown` (the one display route; JSON output escapes control c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from console.model import Arm, Role, RoleName, Topology
 from console.sanitize import clean_line
+
+if TYPE_CHECKING:  # annotations only: `shown` is used by every command
+    from console.model import Arm, Role, RoleName, Topology
 
 SHOWN_MAX_CHARS = 400
 

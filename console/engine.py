@@ -17,23 +17,28 @@ under way as soon as its id is known.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from console.clusters import Profile
+from console.cadence import Cadence
 from console.events import AttemptChanged, ClusterChanged, EngineEvent, TrackingError
-from console.launchers import DemoLauncher, Launcher, LaunchError, SrtctlLauncher
-from console.model import Arm, Recipe
-from console.provenance import collect_provenance
-from console.recipes import load_recipe, load_targets
-from console.recipes.yamlio import dump
 from console.scheduler import Scheduler, SchedulerError
 from console.store import SUBMITTING, AttemptRow, LaunchArm, Store, StoreError, process_gone
 from console.transport.base import CommandFailed, ConnectionStatus, Transport, TransportError
+
+if TYPE_CHECKING:
+    from console.clusters import Profile
+    from console.launchers import Launcher
+    from console.model import Arm, Recipe
+
+# Tracking (`status`, `cancel`, the poll loop) needs only the store and the schedulers: the
+# launchers, the recipe loader and the provenance are imported by what launches.
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +100,8 @@ def build_runtime(profile: Profile, data_dir: Path) -> ClusterRuntime:
         from console.slurm import SlurmScheduler
 
         scheduler = SlurmScheduler(transport)
+    from console.launchers import DemoLauncher, SrtctlLauncher
+
     launcher: Launcher
     if profile.launcher == "srtctl":
         launcher = SrtctlLauncher(profile, transport, profile.srtctl)
@@ -110,13 +117,20 @@ class Engine:
         profiles: dict[str, Profile],
         data_dir: Path,
         runtime_factory: Callable[[Profile, Path], ClusterRuntime] = build_runtime,
+        *,
+        cadence: Cadence | None = None,
     ) -> None:
         self.store = store
         self.profiles = profiles
         self.data_dir = data_dir
+        self.cadence = cadence or Cadence()
         self._factory = runtime_factory
         self._runtimes: dict[str, ClusterRuntime] = {}
         self._listeners: list[Listener] = []
+        # Clusters where this engine just submitted or cancelled (monotonic time): polled at
+        # once (the poll loop is woken) and then quickly for the cadence's expect_s.
+        self._nudged_at: dict[str, float] = {}
+        self._wake: asyncio.Event | None = None
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -151,6 +165,12 @@ class Engine:
             rt.status = status
             self._emit(ClusterChanged(cluster, status))
 
+    def _nudge(self, cluster: str) -> None:
+        """A change is expected on this cluster (a submission, a cancel): poll it now and quickly."""
+        self._nudged_at[cluster] = time.monotonic()
+        if self._wake is not None:
+            self._wake.set()
+
     def cluster_statuses(self) -> dict[str, str]:
         return {name: rt.status for name, rt in self._runtimes.items()}
 
@@ -162,6 +182,8 @@ class Engine:
 
     def plan(self, targets: Sequence[str]) -> tuple[list[Recipe], list[Arm]]:
         """The recipes and arms a launch of `targets` would submit (nothing is submitted)."""
+        from console.recipes import load_targets
+
         recipes = load_targets(targets)
         return recipes, [arm for recipe in recipes for arm in recipe.arms]
 
@@ -179,6 +201,8 @@ class Engine:
         recipe has an error. A submission that fails leaves its attempt in SUBMIT_FAILED with the
         launcher's message; the others go on.
         """
+        from console.recipes.yamlio import dump
+
         recipes, arms = planned or self.plan(targets)
         problems = [str(p) for r in recipes for p in r.errors]
         if problems:
@@ -209,6 +233,8 @@ class Engine:
         return sweep_id
 
     async def _submit(self, rt: ClusterRuntime, arm_id: int, arm: Arm) -> AttemptRow:
+        from console.recipes.yamlio import dump
+
         attempt = self.store.add_attempt(
             arm_id, rt.profile.name, rt.launcher.name, dump(arm.config), arm.concurrencies, marker=new_marker()
         )
@@ -217,6 +243,9 @@ class Engine:
     async def _submit_attempt(
         self, rt: ClusterRuntime, attempt: AttemptRow, arm: Arm, sweep_id: int | None = None
     ) -> AttemptRow:
+        from console.launchers import LaunchError
+        from console.provenance import collect_provenance
+
         # Read right before the submission: the checkout as it is when the job is handed over.
         self.store.set_provenance(attempt.id, (await collect_provenance(rt, arm)).to_json())
         try:
@@ -231,6 +260,7 @@ class Engine:
             self.store.mark_submit_failed(attempt.id, f"{type(exc).__name__}: {exc}")
         else:
             self.store.mark_submitted(attempt.id, submitted.job_id, submitted.output_dir, submitted.results_dir)
+            self._nudge(rt.profile.name)
             await self._cancel_if_requested(rt, attempt.id, sweep_id)
         row = self.store.attempt(attempt.id)
         self._emit(AttemptChanged(row))
@@ -251,6 +281,10 @@ class Engine:
         SUBMIT_FAILED when there is none. A cluster that cannot be asked keeps its attempts for
         the next poll. Returns the attempts that changed."""
         orphans = [a for a in self.store.attempts(live=True) if a.state == SUBMITTING and process_gone(a.submitter)]
+        if not orphans:
+            return []
+        from console.launchers import LaunchError
+
         by_cluster: dict[str, list[AttemptRow]] = {}
         for attempt in orphans:
             by_cluster.setdefault(attempt.cluster, []).append(attempt)
@@ -283,10 +317,13 @@ class Engine:
                 row = self.store.attempt(attempt.id)
                 changed.append(row)
                 self._emit(AttemptChanged(row))
+            self._nudge(cluster)
         return changed
 
     async def resubmit(self, arm_id: int, config_yaml: str, cluster: str) -> AttemptRow:
         """A new attempt of a stored arm with exactly the given resolved config."""
+        from console.recipes import load_recipe
+
         stored = self.store.arm(arm_id)
         if stored is None:
             raise LaunchRefused(f"no arm {arm_id}")
@@ -297,8 +334,9 @@ class Engine:
 
     # --- tracking ----------------------------------------------------------------------
 
-    async def poll_once(self) -> list[AttemptRow]:
-        """One scheduler poll per cluster for all its live attempts; returns the attempts that changed."""
+    async def poll_once(self, clusters: Collection[str] | None = None) -> list[AttemptRow]:
+        """One scheduler poll per cluster (of ``clusters``, default every one) for all its live
+        attempts; returns the attempts that changed."""
         changed: list[AttemptRow] = []
         try:
             changed += await self.reconcile()
@@ -310,7 +348,8 @@ class Engine:
         live = [a for a in self.store.attempts(live=True) if a.job_id]
         by_cluster: dict[str, list[AttemptRow]] = {}
         for attempt in live:
-            by_cluster.setdefault(attempt.cluster, []).append(attempt)
+            if clusters is None or attempt.cluster in clusters:
+                by_cluster.setdefault(attempt.cluster, []).append(attempt)
         # One cluster's unexpected error is reported and its attempts keep their state; the
         # others are tracked as usual.
         results = await asyncio.gather(
@@ -355,22 +394,36 @@ class Engine:
 
     async def watch(
         self,
-        interval: float = 2.0,
+        interval: float | None = None,
         until: Callable[[], bool] | None = None,
         *,
         after_poll: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """The poll loop: every `interval` seconds one poll (then `after_poll`, e.g. following
-        the attempts' logs) until `until()` is true, or forever.
+        """The poll loop: each cluster with live attempts is polled at the engine's cadence
+        (``interval`` fixes one pace instead), then ``after_poll`` runs (e.g. following the
+        attempts' logs), until ``until()`` is true, or forever.
 
-        An iteration that fails is reported (:class:`TrackingError`) and the loop goes on.
+        The store is looked at every quick interval (a local read), so a submission or a cancel
+        by another console quickens the pace too. An iteration that fails is reported
+        (:class:`TrackingError`) and the loop goes on.
         """
+        cadence = self.cadence if interval is None else Cadence.fixed(interval)
+        self._wake = wake = asyncio.Event()
+        last: dict[str, float] = {}  # cluster -> monotonic start of its last poll
+        followed = -float("inf")  # when after_poll last ran
         while True:
+            wake.clear()
             started = time.monotonic()
+            next_in = cadence.quick_s
             try:
-                await self.poll_once()
-                if after_poll is not None:
-                    await after_poll()
+                due, next_in = self._due(cadence, last, started)
+                if due or started - followed >= cadence.steady_s:
+                    for cluster in due:
+                        last[cluster] = started
+                    await self.poll_once(due)
+                    if after_poll is not None:
+                        await after_poll()
+                    followed = started
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -378,10 +431,34 @@ class Engine:
                 self._emit(TrackingError(None, f"{type(exc).__name__}: {exc}"))
             if until is not None and until():
                 return
-            await asyncio.sleep(max(0.0, interval - (time.monotonic() - started)))
+            # Woken at once by a submission or cancel of this engine; else the store is looked
+            # at again within a quick interval.
+            delay = max(0.0, min(next_in, cadence.quick_s) - (time.monotonic() - started))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(wake.wait(), delay)
 
-    async def wait(self, attempt_ids: Sequence[int], interval: float = 1.0) -> list[AttemptRow]:
-        """Poll until every given attempt has ended; returns their final rows."""
+    def _due(self, cadence: Cadence, last: dict[str, float], mono: float) -> tuple[set[str], float]:
+        """The clusters due for a poll at monotonic time ``mono``, and the seconds until the next is."""
+        now = time.time()
+        by_cluster: dict[str, list[AttemptRow]] = {}
+        for attempt in self.store.attempts(live=True):
+            by_cluster.setdefault(attempt.cluster, []).append(attempt)
+        due: set[str] = set()
+        next_in = cadence.steady_s
+        for cluster, attempts in by_cluster.items():
+            previous = last.get(cluster, -float("inf"))
+            nudged_at = self._nudged_at.get(cluster, -float("inf"))
+            pace = cadence.interval(attempts, now, nudged=mono - nudged_at < cadence.expect_s)
+            if mono - previous >= pace or nudged_at > previous:
+                due.add(cluster)
+                next_in = min(next_in, pace)
+            else:
+                next_in = min(next_in, pace - (mono - previous))
+        return due, next_in
+
+    async def wait(self, attempt_ids: Sequence[int], interval: float | None = None) -> list[AttemptRow]:
+        """Poll (at the engine's cadence, or every ``interval`` s) until every given attempt has
+        ended; returns their final rows."""
         ids = set(attempt_ids)
 
         def done() -> bool:
@@ -412,6 +489,7 @@ class Engine:
                 by_cluster.setdefault(attempt.cluster, []).append(attempt.job_id)
         for cluster, job_ids in by_cluster.items():
             await self.runtime(cluster).scheduler.cancel(job_ids)
+            self._nudge(cluster)
         if unrecorded is not None:
             raise unrecorded
 
@@ -421,6 +499,8 @@ class Engine:
         Its output dir is the batch output's job dir (srtctl's `<outputs>/<id>/logs/sweep_<id>.log`),
         its config the job dir's config.yaml when it loads as a recipe.
         """
+        from console.recipes import load_recipe
+
         rt = self.runtime(cluster)
         try:
             info = await rt.scheduler.describe(job_id)

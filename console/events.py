@@ -8,12 +8,14 @@ UI receives these very objects (``screens.messages.CoreEvent``), the CLI prints 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from console.diagnosis import Diagnosis, Observation
-from console.follow import AgentStatus
-from console.results import PointResult
-from console.stages import StageSnapshot
-from console.store import AttemptRow
+if TYPE_CHECKING:  # only named in annotations: the engine's users need not import the triage
+    from console.diagnosis import Diagnosis, Observation
+    from console.follow import AgentStatus
+    from console.results import PointResult
+    from console.stages import StageSnapshot
+    from console.store import AttemptRow
 
 
 @dataclass(frozen=True)

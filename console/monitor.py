@@ -25,11 +25,8 @@ import posixpath
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import yaml
-
-from console.diagnosis import Diagnosis, Observation
-from console.engine import Engine
 from console.events import (
     AgentChanged,
     AttemptChanged,
@@ -42,20 +39,18 @@ from console.events import (
     TrackingError,
     Triaged,
 )
-from console.follow import (
-    AgentStatus,
-    CandidatesEvent,
-    Follower,
-    FollowEvent,
-    LinesEvent,
-    ResetEvent,
-    ResultEvent,
-    SkippedEvent,
-)
-from console.results import PointResult, parse_result_name, point_from_bytes, running_concurrency
-from console.stages import Stage
-from console.store import AttemptRow, Store
-from console.triage import HealthCheck, Triage
+from console.store import AttemptRow
+
+if TYPE_CHECKING:
+    from console.diagnosis import Diagnosis, Observation
+    from console.engine import Engine
+    from console.follow import AgentStatus, Follower, FollowEvent
+    from console.results import PointResult
+    from console.store import Store
+    from console.triage import Triage
+
+# The follower, the triage and the result readers are imported once an attempt is followed:
+# a session that only tracks states (`status`, `cancel`) never loads the failure catalog.
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +72,18 @@ __all__ = [
 ]
 
 
+def _new_triage() -> Triage:
+    from console.triage import Triage
+
+    return Triage()
+
+
 @dataclass
 class AttemptView:
     """What the console knows of one attempt's logs and results, in memory."""
 
     attempt: AttemptRow
-    triage: Triage = field(default_factory=Triage)
+    triage: Triage = field(default_factory=_new_triage)
     points: dict[int, PointResult] = field(default_factory=dict)
     diagnosis: Diagnosis | None = None
     gpus: int | None = None
@@ -126,6 +127,8 @@ class Monitor:
         waiting for health is diagnosed again as time passes (a stall needs no new line)."""
         now = time.time()
         for view in list(self.views.values()):
+            from console.stages import Stage  # loaded already by the view's triage
+
             if view.attempt.live and view.triage.tracker.stage is Stage.AWAITING_WORKERS:
                 self._publish_diagnosis(view, [], force=True)
         for attempt in self.store.attempts():
@@ -166,6 +169,8 @@ class Monitor:
     async def _follower(self, cluster: str) -> Follower:
         follower = self._followers.get(cluster)
         if follower is None:
+            from console.follow import Follower
+
             rt = self.engine.runtime(cluster)
             follower = Follower(
                 rt.transport,
@@ -209,6 +214,9 @@ class Monitor:
                 self._emit(TrackingError(cluster, f"log event: {type(exc).__name__}: {exc}"))
 
     def _handle(self, cluster: str, event: FollowEvent) -> None:
+        from console.follow import AgentStatus, CandidatesEvent, LinesEvent, ResetEvent, ResultEvent, SkippedEvent
+        from console.results import parse_result_name, point_from_bytes
+
         if isinstance(event, AgentStatus):
             self._statuses[cluster] = event
             self._emit(AgentChanged(cluster, event))
@@ -248,6 +256,8 @@ class Monitor:
             self._emit(FileSkipped(view.attempt.id, event.file, event.reason))
 
     def _benchmark_lines(self, view: AttemptView, lines: list[str]) -> None:
+        from console.results import running_concurrency
+
         view.bench_tail = (view.bench_tail + "\n" + "\n".join(lines))[-BENCH_TAIL_CHARS:]
         running = running_concurrency(view.bench_tail)
         if running != view.running:
@@ -324,6 +334,10 @@ def ended_by(diagnosis: Diagnosis) -> str | None:
 def history_triage(store: Store, attempt: AttemptRow) -> Triage:
     """A triage of the attempt that knows its arm's history: the root causes of its earlier
     attempts, a healthy baseline of error-level lines, its recipe's health check."""
+    import yaml
+
+    from console.triage import HealthCheck, Triage
+
     try:
         config = yaml.safe_load(attempt.config_yaml)
     except yaml.YAMLError:

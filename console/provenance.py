@@ -14,14 +14,14 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console import __version__
-from console.launchers import Setting, SrtctlLauncher, srtctl_recipe
-from console.model import Arm
-from console.pin_checks import stated_commits
-from console.recipes.yamlio import dump
 from console.transport.base import TransportError
+
+if TYPE_CHECKING:
+    from console.launchers import Setting
+    from console.model import Arm
 
 __all__ = ["Provenance", "collect_provenance"]
 
@@ -119,6 +119,11 @@ class Provenance:
 async def collect_provenance(runtime: Any, arm: Arm, settings: list[Setting] | None = None) -> Provenance:
     """What submitting ``arm`` through ``runtime`` (a :class:`~console.engine.ClusterRuntime`)
     will run. Never raises for the cluster's sake: what cannot be read becomes a note."""
+    # Here, not at the top: reading a stored record (`status`) needs none of the launchers.
+    from console.launchers import SrtctlLauncher, srtctl_recipe
+    from console.pin_checks import stated_commits
+    from console.recipes.yamlio import dump
+
     launcher = runtime.launcher
     profile = runtime.profile
     notes: list[str] = []

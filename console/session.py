@@ -13,33 +13,27 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from console import user_signatures
 from console.clusters import LOCAL, Profile, load_profiles
 from console.config import load_config
 from console.engine import ClusterRuntime, Engine, build_runtime
-from console.events import CoreEvent
-from console.follow import AgentStatus
-from console.launch_plan import ArmPlan, plan_arms
-from console.model import Arm, Recipe
 from console.monitor import SETTLE_S, AttemptView, Monitor
-from console.rerun import (
-    RerunPlan,
-    RerunRefused,
-    ResultsUnavailable,
-    arm_points_view,
-    fetch_arm_points,
-    plan_rerun,
-    rerun,
-)
-from console.results import AttemptPoints, points_rows
 from console.store import ArmRow, AttemptRow, Store, SweepRow, default_data_dir
-from console.triage import diagnose_output_dir
-from console.user_signatures import install_user_signatures
 
-POLL_INTERVAL_S = 2.0
+if TYPE_CHECKING:
+    from console.events import CoreEvent
+    from console.follow import AgentStatus
+    from console.launch_plan import ArmPlan
+    from console.model import Arm, Recipe
+    from console.rerun import RerunPlan
+    from console.results import AttemptPoints
 
-Listener = Callable[[CoreEvent], None]
+# What only some questions need (launch checks, reruns, results, a local scan) is imported by
+# the method that asks: a command that only tracks states starts without them.
+
+Listener = Callable[["CoreEvent"], None]
 
 
 @dataclass
@@ -68,8 +62,9 @@ class Session:
         config = load_config(config_path)
         for problem in config.problems:
             note(problem)
-        for problem in install_user_signatures(config):
-            note(problem)
+        if user_signatures.configured(config):
+            for problem in user_signatures.install_user_signatures(config):
+                note(problem)
         data_dir = default_data_dir()
         profiles, problems = load_profiles(config, data_dir)
         for problem in problems:
@@ -132,16 +127,17 @@ class Session:
 
     async def track(
         self,
-        interval: float = POLL_INTERVAL_S,
+        interval: float | None = None,
         until: Callable[[], bool] | None = None,
         *,
         follow: bool = True,
     ) -> None:
-        """The single poll loop: one scheduler poll per cluster per tick, then (``follow``) the
-        logs of every attempt worth following. Failures are reported, never fatal."""
+        """The single poll loop: each cluster's scheduler at the engine's cadence (steady, quick
+        while a change is expected; ``interval`` fixes one pace), then (``follow``) the logs of
+        every attempt worth following. Failures are reported, never fatal."""
         await self.engine.watch(interval, until, after_poll=self.monitor.sync if follow else None)
 
-    async def wait(self, attempt_ids: Sequence[int], interval: float = 1.0) -> list[AttemptRow]:
+    async def wait(self, attempt_ids: Sequence[int], interval: float | None = None) -> list[AttemptRow]:
         """Poll until every given attempt has ended; returns their final rows."""
         return await self.engine.wait(attempt_ids, interval)
 
@@ -183,6 +179,8 @@ class Session:
 
     async def plan_launch(self, arms: Sequence[Arm], cluster: str) -> list[ArmPlan]:
         """The checks before a launch (settings, pin checks; no dry-run): what the dialog shows."""
+        from console.launch_plan import plan_arms
+
         return await plan_arms(self.engine.runtime(cluster), list(arms), dry_run=False)
 
     async def cancel(self, attempts: Sequence[AttemptRow]) -> None:
@@ -190,10 +188,15 @@ class Session:
 
     async def arm_points(self, arm_id: int) -> dict[int, AttemptPoints]:
         """Per attempt of the arm: its points, from the monitor when it has them, else read now."""
+        from console.rerun import fetch_arm_points
+
         return await fetch_arm_points(self.engine, arm_id, self.monitor.views)
 
     async def plan_rerun(self, arm_id: int, missing_only: bool) -> RerunPlan:
         """What a rerun of the arm would submit (:class:`RerunRefused` with the reason when none)."""
+        from console.rerun import RerunRefused, ResultsUnavailable, plan_rerun
+        from console.triage import diagnose_output_dir
+
         views = self.monitor.views
         try:
             fetched = await self.arm_points(arm_id) if missing_only else None
@@ -210,10 +213,15 @@ class Session:
         return plan_rerun(self.store, arm_id, missing_only, diagnosis, monitor_views=views, attempt_points=fetched)
 
     async def rerun(self, plan: RerunPlan) -> AttemptRow:
+        from console.rerun import rerun
+
         return await rerun(self.engine, plan)
 
     async def sweep_rows(self, sweep_id: int) -> list[dict[str, Any]]:
         """Every arm's merged points of a sweep as JSON documents (the export)."""
+        from console.rerun import arm_points_view
+        from console.results import points_rows
+
         rows: list[dict[str, Any]] = []
         for arm in self.store.arms(sweep_id):
             fetched = await self.arm_points(arm.id)

@@ -26,29 +26,33 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from console.config import Config
 from console.recipes.yamlio import YamlError, decode, load
-from console.signatures import (
-    Catalog,
-    Matcher,
-    bundled_catalog,
-    install,
-    merge_catalog,
-    parse_catalog_document,
-    parse_entries,
-)
 
-__all__ = ["BESIDE_NAME", "install_user_signatures", "user_catalog"]
+if TYPE_CHECKING:
+    from console.signatures import Catalog
+
+# The catalog is loaded only where signatures are used: a config without signatures of its
+# own costs a command that never matches a line (`status`, `cancel`) nothing.
+
+__all__ = ["BESIDE_NAME", "configured", "install_user_signatures", "user_catalog"]
 
 BESIDE_NAME: Final = "signatures.yaml"
 """The catalog file read from the config file's folder when it exists."""
 
 
+def configured(config: Config) -> bool:
+    """Whether the operator has signatures of their own (in the config or beside it)."""
+    return config.raw.get("signatures") is not None or (config.path.parent / BESIDE_NAME).is_file()
+
+
 def user_catalog(config: Config, base: Catalog | None = None) -> tuple[Catalog, list[str]]:
     """The bundled catalog (or ``base``) with the operator's signatures merged in, and a
     message per problem (a bad entry is left out; the rest is used)."""
+    from console.signatures import bundled_catalog, merge_catalog, parse_entries
+
     catalog = base or bundled_catalog()
     problems: list[str] = []
     beside = config.path.parent / BESIDE_NAME
@@ -78,6 +82,8 @@ def user_catalog(config: Config, base: Catalog | None = None) -> tuple[Catalog, 
 
 def _merge_file(catalog: Catalog, path: Path, problems: list[str]) -> Catalog:
     """``catalog`` with a catalog file's good entries merged in (read keeping key lines)."""
+    from console.signatures import merge_catalog, parse_catalog_document
+
     try:
         data, marks = load(decode(path.read_bytes()))
     except OSError as exc:
@@ -93,6 +99,8 @@ def _merge_file(catalog: Catalog, path: Path, problems: list[str]) -> Catalog:
 
 def install_user_signatures(config: Config) -> list[str]:
     """Make the catalog with the operator's signatures the default one; its problems."""
+    from console.signatures import Matcher, install
+
     catalog, problems = user_catalog(config)
     install(Matcher(catalog))
     return problems

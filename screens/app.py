@@ -17,7 +17,7 @@ from console.model import Recipe
 from console.monitor import Monitor
 from console.paths import asset
 from console.sanitize import clean_line
-from console.session import POLL_INTERVAL_S, Session
+from console.session import Session
 from console.store import StoreError
 from screens.messages import CoreUpdate, LaunchRequested, WorkerFailed
 from screens.recipes import RecipesScreen
@@ -25,7 +25,7 @@ from screens.sweeps import SweepsScreen
 
 SWEEPS = "sweeps"
 
-__all__ = ["POLL_INTERVAL_S", "SrtConsole", "make_app", "run"]
+__all__ = ["SrtConsole", "make_app", "run"]
 
 
 class SrtConsole(App[None]):
@@ -83,7 +83,7 @@ class SrtConsole(App[None]):
     async def track_jobs(self) -> None:
         """The session's poll loop, for as long as the console runs (failures are reported, not fatal)."""
         assert self.session is not None
-        await self.session.track(POLL_INTERVAL_S)
+        await self.session.track()
 
     @on(LaunchRequested)
     def _launch_requested(self, message: LaunchRequested) -> None:

@@ -7,80 +7,30 @@ never imports the UI. ``python -m console`` runs the headless commands only.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from console import __version__
-from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, signatures_cmd, validate_cmd, watch_cmd
-from console.store import StoreError
+from console.cli.parser import build_parser
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="srt-console",
-        description="Operator console for srtctl LLM-serving benchmarks on Slurm. "
-        "With no command it opens the terminal UI.",
-    )
-    parser.add_argument("--version", action="version", version=f"srt-console {__version__}")
-    parser.add_argument(
-        "--config", metavar="FILE", help="config file (default: $XDG_CONFIG_HOME/srt-console/config.yaml)"
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("recipes", help="list recipes with their arms, topology and grid")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    recipes_cmd.add_flavour_arguments(p)
-
-    p = sub.add_parser("check", help="validate recipes; exit 1 when any has an error")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    recipes_cmd.add_flavour_arguments(p)
-
-    p = sub.add_parser("clusters", help="list cluster profiles and check that each can be used")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = sub.add_parser("launch", help="launch recipes (a folder or several files form one sweep)")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="recipe files (file.yaml[:selector]) or folders")
-    p.add_argument("--cluster", help="cluster profile (default: default_cluster from the config, else local)")
-    p.add_argument("--name", help="a name for the sweep")
-    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--wait", action="store_true", help="wait until every attempt has ended")
-    p.add_argument("--dry-run", action="store_true", help="show what would run (srtctl dry-run); submit nothing")
-    p.add_argument(
-        "--force", action="store_true",
-        help="submit even when the pin checks fail (srt-slurm commit mismatch, unsupported backend)",
-    )  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    p = sub.add_parser("status", help="sweeps, arms and attempts with their Slurm states")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--all", action="store_true", help="include attempts that ended long ago")
-
-    p = sub.add_parser(
-        "cancel", help="cancel the live attempts of an attempt (a3.1), arm (a3), sweep (s2) or Slurm job (job:123)"
-    )
-    p.add_argument(
-        "target", metavar="ATTEMPT|ARM|SWEEP|job:ID",
-        help="a3.1, a3, s2, or job:<Slurm job id> (a job the console did not launch is adopted and followed)",
-    )  # fmt: skip
-    p.add_argument("--cluster", help="the cluster of a job:<id> the console does not know (default: default_cluster)")
-    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-    scan_cmd.add_parser(sub)
-    signatures_cmd.add_parser(sub)
-    results_cmd.add_parsers(sub)
-    validate_cmd.add_parsers(sub)
-
-    p = sub.add_parser("watch", help="follow attempts live: stages, findings, diagnosis, points")
-    p.add_argument("target", metavar="ATTEMPT|SWEEP")
-    p.add_argument("--json", action="store_true", help="one JSON object per line")
-
-    p = sub.add_parser("tui", help="open the terminal UI (the default)")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="recipe folders to browse")
-    return parser
+# Each command's module, imported only when it runs: `--help` and one command never pay for
+# the others (SSH, the recipe schemas, the failure catalog...).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "recipes": ("recipes_cmd", "cmd_recipes"),
+    "check": ("recipes_cmd", "cmd_check"),
+    "clusters": ("jobs_cmd", "cmd_clusters"),
+    "launch": ("jobs_cmd", "cmd_launch"),
+    "status": ("jobs_cmd", "cmd_status"),
+    "cancel": ("jobs_cmd", "cmd_cancel"),
+    "scan": ("scan_cmd", "cmd_scan"),
+    "signatures": ("signatures_cmd", "cmd_signatures"),
+    "watch": ("watch_cmd", "cmd_watch"),
+    "results": ("results_cmd", "cmd_results"),
+    "rerun": ("results_cmd", "cmd_rerun"),
+    "report": ("validate_cmd", "cmd_report"),
+    "compare": ("validate_cmd", "cmd_compare"),
+}
 
 
 UiRunner = Callable[[list[Path], list[str], "str | None"], int]
@@ -95,32 +45,25 @@ def _tui(args: argparse.Namespace, ui: UiRunner | None) -> int:
     if getattr(args, "paths", None):
         roots = list(args.paths)
     else:
-        roots, notes = recipes_cmd.default_recipe_roots(args.config)
+        from console.cli.recipes_cmd import default_recipe_roots
+
+        roots, notes = default_recipe_roots(args.config)
     return ui([Path(r) for r in roots], notes, args.config)
 
 
 def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
     """Run one command; with none (or ``tui``) open ``ui``."""
-    args = _parser().parse_args(argv)
-    handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
-        "recipes": recipes_cmd.cmd_recipes,
-        "check": recipes_cmd.cmd_check,
-        "clusters": jobs_cmd.cmd_clusters,
-        "launch": jobs_cmd.cmd_launch,
-        "status": jobs_cmd.cmd_status,
-        "cancel": jobs_cmd.cmd_cancel,
-        "scan": scan_cmd.cmd_scan,
-        "signatures": signatures_cmd.cmd_signatures,
-        "watch": watch_cmd.cmd_watch,
-        "results": results_cmd.cmd_results,
-        "rerun": results_cmd.cmd_rerun,
-        "report": validate_cmd.cmd_report,
-        "compare": validate_cmd.cmd_compare,
-        "tui": lambda a: _tui(a, ui),
-        None: lambda a: _tui(a, ui),
-    }
+    args = build_parser().parse_args(argv)  # `--help` and usage errors end here
+    from console.store import StoreError
+
     try:
-        return handlers[args.command](args)
+        if args.command in COMMANDS:
+            module, name = COMMANDS[args.command]
+            handler: Callable[[argparse.Namespace], int] = getattr(
+                importlib.import_module(f"console.cli.{module}"), name
+            )
+            return handler(args)
+        return _tui(args, ui)
     except StoreError as exc:
         # A full disk, a locked or read-only store...: the cause, never a traceback.
         print(f"srt-console: {exc}", file=sys.stderr)

@@ -7,22 +7,23 @@ import asyncio
 import contextlib
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from console.checks import check_profile
 from console.cli.context import CliError, Context, open_context, resolve_attempts
-from console.describe import grid_label, shown, topology_label
+from console.describe import shown
 from console.engine import LaunchRefused
 from console.ids import arm_ref, attempt_ref, parse_ref, sweep_ref
-from console.launch_plan import ArmPlan, plan_arms, settings_label
-from console.launchers import LaunchError, SrtctlLauncher
-from console.model import Arm, Recipe
 from console.provenance import Provenance
-from console.recipes import load_targets
-from console.sanitize import clean_line
 from console.scheduler import SchedulerError
 from console.store import AttemptRow, Store, StoreError
 from console.transport.base import TransportError
+
+if TYPE_CHECKING:
+    from console.launch_plan import ArmPlan
+    from console.model import Arm, Recipe
+
+# `status` and `cancel` run often (scripts, prompts): what only `clusters` and `launch` use
+# (the recipe schemas, the launch checks) is imported by those commands.
 
 
 def _fail(message: str, problems: list[str] | None = None) -> int:
@@ -88,6 +89,8 @@ def cmd_clusters(args: argparse.Namespace) -> int:
 
 
 async def _check_all(ctx: Context) -> list[dict[str, Any]]:
+    from console.checks import check_profile
+
     try:
         reports = await asyncio.gather(*(check_profile(ctx.engine.runtime(name)) for name in ctx.profiles))
         return [r.as_dict() for r in reports]
@@ -99,6 +102,9 @@ async def _check_all(ctx: Context) -> list[dict[str, Any]]:
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
+    from console.describe import grid_label, topology_label
+    from console.recipes import load_targets
+
     try:
         ctx = open_context(args.config)
     except CliError as exc:
@@ -129,6 +135,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 async def _pin_checks(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -> list[ArmPlan]:
     """The pin checks of every arm (no dry-run), printed unless the output is JSON."""
+    from console.launch_plan import plan_arms
+
     plans = await plan_arms(ctx.engine.runtime(cluster), arms, dry_run=False)
     if not as_json:
         for plan in plans:
@@ -158,6 +166,10 @@ async def _preview(ctx: Context, arms: list[Arm], cluster: str, as_json: bool) -
     """Each arm as it would run: its scheduling values and the launcher's own account (srtctl's
     dry-run, compared with the console's plan); nothing is submitted. Exit 1 when srtctl refuses
     an arm or its generated header differs from the plan."""
+    from console.launch_plan import plan_arms, settings_label
+    from console.launchers import LaunchError, SrtctlLauncher
+    from console.sanitize import clean_line
+
     try:
         runtime = ctx.engine.runtime(cluster)
         plans = await plan_arms(runtime, arms)

@@ -14,19 +14,8 @@ from console.describe import arm_facts, grid_label, nodes_label, seq_label, show
 from console.model import Recipe
 from console.paths import bundled_recipes_dir
 from console.recipes import load_targets
-from console.recipes.flavours import FLAVOUR_NAMES, Flavour, describe, parse_flavour
+from console.recipes.flavours import Flavour, describe, parse_flavour
 from console.store import default_data_dir
-
-
-def add_flavour_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument(
-        "--flavour",
-        choices=FLAVOUR_NAMES,
-        help="check for this srtctl: upstream (NVIDIA/srt-slurm) or fork (SemiAnalysisAI/srt-slurm)",
-    )
-    group.add_argument("--cluster", metavar="NAME", help="check for the srtctl of this cluster profile "
-                       "(its srtctl_flavour)")  # fmt: skip
 
 
 class FlavourError(Exception):

@@ -36,28 +36,6 @@ from console.store import ArmRow, AttemptRow
 from console.transport.base import TransportError
 
 
-def add_parsers(sub: Any) -> None:
-    """The `results` and `rerun` subcommands (``sub`` is the parser's subparsers action)."""
-    p = sub.add_parser("results", help="points of an attempt (a3.1), arm (a3), sweep (s2) or job output dir")
-    p.add_argument("target", metavar="ATTEMPT|ARM|SWEEP|DIR")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print one JSON document")
-    fmt.add_argument("--csv", action="store_true", help="print CSV, one line per point")
-
-    p = sub.add_parser("rerun", help="rerun a failed arm (a3), or every failed arm of a sweep (s2)")
-    p.add_argument("target", metavar="ARM|SWEEP")
-    p.add_argument("--missing", action="store_true", help="only the points without a valid result")
-    p.add_argument(
-        "--from",
-        dest="rerun_config",
-        metavar="FILE",
-        help="start from this resolved config (e.g. with a fix pinned) instead of the last attempt's",
-    )
-    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--wait", action="store_true", help="wait until every new attempt has ended")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-
-
 def _fail(message: str) -> int:
     print(f"srt-console: {shown(message, 4000)}", file=sys.stderr)
     return 1
@@ -299,4 +277,4 @@ async def _submit(ctx: Context, plans: list[RerunPlan], args: argparse.Namespace
     return 1 if bad or not docs else 0
 
 
-__all__ = ["add_parsers", "cmd_rerun", "cmd_results"]
+__all__ = ["cmd_rerun", "cmd_results"]

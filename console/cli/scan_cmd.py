@@ -25,45 +25,15 @@ from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, StageSnapshot
 from console.triage import Triage, feed_file, looks_binary, within
 from console.user_signatures import install_user_signatures
 
-__all__ = ["ScanError", "add_parser", "cmd_scan", "collect_files", "scan_paths"]
+__all__ = ["ScanError", "cmd_scan", "collect_files", "scan_paths"]
 
 LOG_SUFFIXES: Final = (".out", ".log", ".err", ".txt")
 _SNIFF_BYTES: Final[int] = 8192
 _MAX_DEPTH: Final[int] = 4
-_STATES: Final = (
-    "PENDING",
-    "RUNNING",
-    "COMPLETING",
-    "SUSPENDED",
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "TIMEOUT",
-    "NODE_FAIL",
-    "OUT_OF_MEMORY",
-    "PREEMPTED",
-    "BOOT_FAIL",
-    "DEADLINE",
-    "UNKNOWN",
-)
 
 
 class ScanError(Exception):
     """An input cannot be scanned; the message names it."""
-
-
-def add_parser(sub: Any) -> None:
-    """The `scan` subcommand (``sub`` is the parser's subparsers action)."""
-    p = sub.add_parser("scan", help="offline triage of log files or a job output dir")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="log files, logs/ dirs or job output dirs")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument(
-        "--state",
-        type=str.upper,
-        choices=_STATES,
-        metavar="STATE",
-        help="the job's scheduler state (RUNNING makes a doomed verdict possible)",
-    )
 
 
 def cmd_scan(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from console.config import load_config
 from console.recipes.yamlio import YamlError, decode, load
@@ -25,7 +25,7 @@ from console.signatures import Catalog, Matcher, bundled_catalog, merge_catalog,
 from console.triage import looks_binary, read_lines
 from console.user_signatures import user_catalog
 
-__all__ = ["add_parser", "cmd_signatures", "test_file"]
+__all__ = ["cmd_signatures", "test_file"]
 
 _SHOWN: Final[int] = 5  # lines shown per signature
 _TEXT_CHARS: Final[int] = 200
@@ -37,19 +37,6 @@ class Hits:
 
     count: int = 0
     lines: list[tuple[int, str, str | None]] = field(default_factory=list)  # line, text, shown as
-
-
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("signatures", help="try the failure-signature catalog (yours merged in) on logs")
-    verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
-    t = verbs.add_parser("test", help="what each signature finds in log files")
-    t.add_argument("files", nargs="+", metavar="FILE", help="log files")
-    t.add_argument("--id", dest="only", metavar="ID", help="only this signature (also where another one wins)")
-    t.add_argument("--catalog", metavar="FILE", help="a catalog file to try, merged on the bundled one")
-    t.add_argument("--all", action="store_true", help="every line found, not only the first few")
-    t.add_argument("--json", action="store_true", help="print one JSON document")
-    c = verbs.add_parser("check", help="validate your signatures; exit 1 on a problem")
-    c.add_argument("--catalog", metavar="FILE", help="a catalog file to check instead of the configured ones")
 
 
 def cmd_signatures(args: argparse.Namespace) -> int:

@@ -7,36 +7,13 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from console.cli.context import CliError, open_context
-from console.compare import DEFAULT_THRESHOLD_PCT, Side, compare, dir_side
+from console.compare import Side, compare, dir_side
 from console.compare import render_markdown as compare_markdown
 from console.compare import render_text as compare_text
 from console.report import ReportError, gather_report, render_markdown, report_json
 from console.sides import SideError, store_side
-
-
-def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("report", help="a pull-request report of a sweep (s2), arm (a3) or attempt (a3.1)")
-    p.add_argument("target", metavar="SWEEP|ARM|ATTEMPT")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--markdown", action="store_true", help="GitHub Markdown (the default)")
-    fmt.add_argument("--json", action="store_true", help="one JSON document")
-    p.add_argument("--output", "-o", metavar="FILE", help="write it to FILE instead of the terminal")
-
-    p = sub.add_parser(
-        "compare", help="compare B's points with a baseline A; exit 1 on a regression or a lost point"
-    )  # fmt: skip
-    p.add_argument("a", metavar="A", help="the baseline: an attempt, arm, sweep, or a results directory")
-    p.add_argument("b", metavar="B", help="the candidate: an attempt, arm, sweep, or a results directory")
-    p.add_argument(
-        "--threshold", type=float, default=DEFAULT_THRESHOLD_PCT, metavar="PCT",
-        help=f"a change for the worse beyond PCT percent is a regression (default {DEFAULT_THRESHOLD_PCT:g})",
-    )  # fmt: skip
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="one JSON document")
-    fmt.add_argument("--markdown", action="store_true", help="GitHub Markdown")
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -124,4 +101,4 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-__all__ = ["add_parsers", "cmd_compare", "cmd_report"]
+__all__ = ["cmd_compare", "cmd_report"]

@@ -15,7 +15,6 @@ from console.events import AgentChanged, AttemptChanged, CoreEvent, FileSkipped,
 from console.ids import attempt_ref
 from console.sanitize import clean_line
 
-POLL_S = 1.0
 SETTLE_AFTER_END_S = 3.0
 
 
@@ -44,7 +43,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         try:
             for attempt in attempts:
                 await ctx.monitor.follow(attempt)
-            await ctx.track(POLL_S, until=settled, follow=False)
+            await ctx.track(until=settled, follow=False)
             for attempt_id in ids:
                 view = ctx.monitor.views.get(attempt_id)
                 if view is not None:

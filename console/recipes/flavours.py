@@ -18,15 +18,35 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
-from console.recipes import fork, upstream
-from console.recipes.spec import Finding
+if TYPE_CHECKING:
+    from console.recipes.spec import Finding
 
 FlavourName = Literal["upstream", "fork"]
 FLAVOUR_NAMES: tuple[FlavourName, ...] = ("upstream", "fork")
-LABELS: dict[FlavourName, str] = {"upstream": upstream.LABEL, "fork": fork.LABEL}
-NAMES: dict[FlavourName, str] = {"upstream": upstream.NAME, "fork": fork.NAME}
+
+
+def _schema(name: FlavourName) -> ModuleType:
+    """A flavour's schema module, imported when first asked for: a profile that names its
+    flavour (every command reads the profiles) does not build both schemas."""
+    from console.recipes import fork, upstream
+
+    return upstream if name == "upstream" else fork
+
+
+def _label(name: FlavourName) -> str:
+    return str(_schema(name).LABEL)
+
+
+def _name(name: FlavourName) -> str:
+    return str(_schema(name).NAME)
+
+
+def _upstream_version() -> str:
+    return str(_schema("upstream").VERSION)
+
 
 # Files only the fork's checkout has (its ATOM backend, AToMesh frontend, schema 2 roles).
 FORK_MARKERS = frozenset(
@@ -49,14 +69,14 @@ class Flavour:
 
     @property
     def label(self) -> str:
-        if self.version and not (self.name == "upstream" and self.version == upstream.VERSION):
-            return f"{LABELS[self.name]}; the cluster runs {self.version}"
-        return LABELS[self.name]
+        if self.version and not (self.name == "upstream" and self.version == _upstream_version()):
+            return f"{_label(self.name)}; the cluster runs {self.version}"
+        return _label(self.name)
 
     @property
     def exact(self) -> bool:
         """The console's copy of this flavour's schema is the one the cluster runs."""
-        return self.name == "upstream" and self.version in (None, upstream.VERSION)
+        return self.name == "upstream" and self.version in (None, _upstream_version())
 
 
 UPSTREAM = Flavour("upstream")
@@ -118,7 +138,7 @@ def _known(found: dict[FlavourName, list[Finding]], flavour: Flavour) -> Verdict
         if f.kind != "unknown":
             out.append((f.path, f.message, f.severity, f.kind))
             continue
-        elsewhere = f" ({NAMES[other]} has it)" if f.path not in unknown_there else ""
+        elsewhere = f" ({_name(other)} has it)" if f.path not in unknown_there else ""
         if flavour.exact:
             out.append((f.path, f"{f.message}: {flavour.label} refuses it{elsewhere}", "error", f.kind))
         else:
@@ -146,22 +166,22 @@ def _unknown(found: dict[FlavourName, list[Finding]]) -> Verdict:
                     add(f.path, f"{f.message}: in no srtctl schema the console knows ({_all_labels()}); "
                         "the cluster's srtctl dry-run decides", "warning", f.kind)  # fmt: skip
                 else:
-                    knows = [NAMES[n] for n in FLAVOUR_NAMES if f.path not in unknown[n]]
-                    add(f.path, f"{f.message} of {NAMES[name]} ({' and '.join(knows)} has it)", "warning", f.kind)
+                    knows = [_name(n) for n in FLAVOUR_NAMES if f.path not in unknown[n]]
+                    add(f.path, f"{f.message} of {_name(name)} ({' and '.join(knows)} has it)", "warning", f.kind)
             elif f.severity == "error":
                 others = [n for n in FLAVOUR_NAMES if n != name]
                 if all(f.path in refused[n] for n in others):
                     if not any(p == f.path and s == "error" for p, _, s, _ in out):
                         add(f.path, f.message, "error", f.kind)
                 else:
-                    add(f.path, f"{f.message} [refused by {NAMES[name]} only]", "warning", f.kind)
+                    add(f.path, f"{f.message} [refused by {_name(name)} only]", "warning", f.kind)
             else:
                 add(f.path, f.message, f.severity, f.kind)
     return out
 
 
 def _all_labels() -> str:
-    return "; ".join(LABELS[n] for n in FLAVOUR_NAMES)
+    return "; ".join(_label(n) for n in FLAVOUR_NAMES)
 
 
 def describe(flavour: Flavour | None) -> str:

@@ -1,4 +1,13 @@
-"""Where commands run: this machine (LocalTransport) or a cluster over SSH (SshTransport)."""
+"""Where commands run: this machine (LocalTransport) or a cluster over SSH (SshTransport).
+
+The two transports are imported when first named: asyncssh (a tenth of a second) is paid
+only by what connects to a cluster.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .base import (
     CommandFailed,
@@ -11,8 +20,19 @@ from .base import (
     TransportError,
     command_line,
 )
-from .local import LocalTransport
-from .ssh import SshTarget, SshTransport
+
+if TYPE_CHECKING:
+    from .local import LocalTransport
+    from .ssh import SshTarget, SshTransport
+
+_LAZY = {"LocalTransport": ".local", "SshTarget": ".ssh", "SshTransport": ".ssh"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CommandFailed",

@@ -166,7 +166,10 @@ def test_recipes_in_a_folder_with_a_symlink_loop(tmp_path: Path, monkeypatch: py
     assert "ok.yaml" in out and "loop.yaml" in out
 
 
-def test_an_unknown_user_in_recipe_dirs_is_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_user_in_recipe_dirs_is_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SRT_CONSOLE_DATA", str(tmp_path / "data"))  # never the user's own store
     config = tmp_path / "config.yaml"
     config.write_text("recipe_dirs:\n  - ~nosuchuser-srt/x\n")
     loaded = load_config(config)
