@@ -10,6 +10,7 @@ what the screens ask (attempts, arms, results) so that they never reach into the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,25 +18,37 @@ from typing import Any
 
 from console.clusters import LOCAL, Profile, load_profiles
 from console.config import load_config
+from console.diagnosis import Diagnosis
 from console.engine import ClusterRuntime, Engine, build_runtime
 from console.events import CoreEvent
 from console.follow import AgentStatus
 from console.model import Recipe
 from console.monitor import SETTLE_S, AttemptView, Monitor
+from console.notify import Notifier, notify_command
 from console.rerun import (
     RerunPlan,
     RerunRefused,
     ResultsUnavailable,
+    SweepRerun,
     arm_points_view,
+    failed_arms,
     fetch_arm_points,
+    plan_failed_reruns,
     plan_rerun,
     rerun,
 )
 from console.results import AttemptPoints, points_rows
 from console.store import ArmRow, AttemptRow, Store, SweepRow, default_data_dir
+from console.sweeptree import Tree
 from console.triage import diagnose_output_dir
 
 POLL_INTERVAL_S = 2.0
+
+
+class ConfigError(Exception):
+    """The config asks for something that cannot be: the console does not guess (an unknown
+    ``default_cluster`` is not quietly replaced by ``local``)."""
+
 
 Listener = Callable[[CoreEvent], None]
 
@@ -49,6 +62,9 @@ class Session:
     monitor: Monitor
     default_cluster: str = LOCAL
     notes: list[str] = field(default_factory=list)
+    notify: list[str] | None = None  # the config's notify: command
+    notifier: Notifier | None = None
+    _listeners: list[Listener] = field(default_factory=list)
 
     @classmethod
     def open(cls, config_path: str | None = None, on_note: Callable[[str], None] | None = None) -> Session:
@@ -69,11 +85,14 @@ class Session:
         profiles, problems = load_profiles(config, data_dir)
         for problem in problems:
             note(problem)
+        default_cluster = default_cluster_of(config.raw, profiles, config.path, config.marks)
         store = Store(data_dir / "console.sqlite3")
-        default = config.raw.get("default_cluster")
-        default_cluster = default if isinstance(default, str) and default in profiles else LOCAL
+        command, notify_problem = notify_command(config.raw.get("notify"), str(config.path))
+        if notify_problem:
+            note(notify_problem)
         session = cls.of(Engine(store, profiles, data_dir), default_cluster)
         session.notes = notes
+        session.notify = command
         return session
 
     @classmethod
@@ -111,15 +130,36 @@ class Session:
         return self.engine.data_dir
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Every core event, the engine's and the monitor's, in one stream."""
+        """Every core event, the engine's and the monitor's (and notices, once
+        :meth:`start_notices` was called), in one stream."""
         off_engine = self.engine.subscribe(listener)
         off_monitor = self.monitor.subscribe(listener)
+        self._listeners.append(listener)
 
         def unsubscribe() -> None:
             off_engine()
             off_monitor()
+            self._listeners.remove(listener)
 
         return unsubscribe
+
+    def start_notices(self) -> Notifier:
+        """Turn events into notices for the subscribers (and the notify command), from now on."""
+        if self.notifier is None:
+            notifier = Notifier(self.store, self.notify)
+
+            def feed(event: CoreEvent) -> None:
+                notifier.feed(event)
+
+            def announce(notice: CoreEvent) -> None:
+                for listener in list(self._listeners):
+                    listener(notice)
+
+            self.engine.subscribe(feed)
+            self.monitor.subscribe(feed)
+            notifier.subscribe(announce)
+            self.notifier = notifier
+        return self.notifier
 
     # --- the poll loop -------------------------------------------------------------------
 
@@ -139,6 +179,8 @@ class Session:
         return await self.engine.wait(attempt_ids, interval)
 
     async def close(self) -> None:
+        if self.notifier is not None:
+            await self.notifier.close()
         await self.monitor.close()
         await self.engine.close()
 
@@ -158,6 +200,14 @@ class Session:
 
     def sweep(self, sweep_id: int) -> SweepRow | None:
         return self.store.sweep(sweep_id)
+
+    def sweeps(self) -> list[SweepRow]:
+        return self.store.sweeps()
+
+    def tree(self) -> Tree:
+        """Every sweep → arm → attempt, with the monitor's verdicts (doomed while still running)."""
+        verdicts = {i: v.diagnosis.verdict for i, v in self.monitor.views.items() if v.diagnosis is not None}
+        return Tree.of(self.store.sweeps(), self.store.arms(), self.store.attempts(), verdicts)
 
     def cluster_statuses(self) -> dict[str, str]:
         return self.engine.cluster_statuses()
@@ -181,6 +231,20 @@ class Session:
         """Per attempt of the arm: its points, from the monitor when it has them, else read now."""
         return await fetch_arm_points(self.engine, arm_id, self.monitor.views)
 
+    async def _last_diagnosis(self, arm_id: int) -> Diagnosis | None:
+        """The arm's last attempt's diagnosis: the monitor's, else a scan of its logs on this
+        machine off the event loop (the scan touches no SQLite)."""
+        attempts = self.store.attempts(arm_id)
+        last = attempts[-1] if attempts else None
+        if last is None:
+            return None
+        view = self.monitor.views.get(last.id)
+        if view is not None and view.diagnosis is not None:
+            return view.diagnosis
+        if last.output_dir and not last.live:
+            return await asyncio.to_thread(diagnose_output_dir, last.output_dir, last.state)
+        return None
+
     async def plan_rerun(self, arm_id: int, missing_only: bool) -> RerunPlan:
         """What a rerun of the arm would submit (:class:`RerunRefused` with the reason when none)."""
         views = self.monitor.views
@@ -200,6 +264,25 @@ class Session:
     async def rerun(self, plan: RerunPlan) -> AttemptRow:
         return await rerun(self.engine, plan)
 
+    async def plan_failed_reruns(
+        self, sweep_id: int, *, include_deterministic: bool = False, missing_only: bool = False
+    ) -> SweepRerun:
+        """Every failed arm of the sweep (deterministic failures skipped unless included), and why
+        the others are not rerun."""
+        views = self.monitor.views
+        diagnoses: dict[int, Diagnosis | None] = {}
+        points: dict[int, AttemptPoints] = {}
+        for arm in failed_arms(self.store, sweep_id):
+            if missing_only:
+                # Without them plan_rerun reads what it can and says why not.
+                with contextlib.suppress(ResultsUnavailable):
+                    points.update(await self.arm_points(arm.id))
+            diagnoses[arm.id] = await self._last_diagnosis(arm.id)
+        return plan_failed_reruns(
+            self.store, sweep_id, missing_only, diagnoses, include_deterministic=include_deterministic,
+            monitor_views=views, attempt_points=points or None,
+        )  # fmt: skip
+
     async def sweep_rows(self, sweep_id: int) -> list[dict[str, Any]]:
         """Every arm's merged points of a sweep as JSON documents (the export)."""
         rows: list[dict[str, Any]] = []
@@ -208,3 +291,19 @@ class Session:
             view = arm_points_view(self.store, arm.id, self.monitor.views, attempt_points=fetched)
             rows += points_rows(arm.name, view)
         return rows
+
+
+def default_cluster_of(raw: dict[str, Any], profiles: dict[str, Profile], path: Path, marks: Any = None) -> str:
+    """The config's ``default_cluster`` (``local`` when it is not set); :class:`ConfigError` when
+    it names no configured profile."""
+    default = raw.get("default_cluster")
+    if default is None:
+        return LOCAL
+    if isinstance(default, str) and default in profiles:
+        return default
+    line = marks.line(("default_cluster",)) if marks is not None else None
+    where = f"{path}:{line}" if line else str(path)
+    raise ConfigError(
+        f"{where}: default_cluster: {default!r} is not a configured cluster "
+        f"(configured: {', '.join(sorted(profiles))}); fix the name or add its profile under clusters:"
+    )

@@ -2,27 +2,37 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from console.clusters import LOCAL, Profile
 from console.engine import Engine, LaunchRefused
-from console.events import CoreEvent, TrackingError
+from console.events import CoreEvent, Notice, TrackingError
 from console.model import Recipe
 from console.monitor import Monitor
 from console.paths import asset
-from console.session import POLL_INTERVAL_S, Session
+from console.session import POLL_INTERVAL_S, ConfigError, Session
 from console.store import StoreError
+from screens.commands import ConsoleCommands
 from screens.messages import CoreUpdate, LaunchRequested, WorkerFailed
 from screens.recipes import RecipesScreen
 from screens.sweeps import SweepsScreen
 
 SWEEPS = "sweeps"
+_NOTICE_TITLES = {
+    "attempt_doomed": "Doomed",
+    "attempt_failed": "Attempt failed",
+    "arm_completed": "Arm completed",
+    "sweep_ended": "Sweep ended",
+    "notify_failed": "notify: command",
+}
 
 __all__ = ["POLL_INTERVAL_S", "SrtConsole", "make_app", "run"]
 
@@ -32,6 +42,7 @@ class SrtConsole(App[None]):
 
     CSS_PATH = str(asset("console.tcss"))
     TITLE = "srt-console"
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "toggle_help", "Help"),
         Binding("s", "show_sweeps", "Sweeps"),
@@ -44,6 +55,7 @@ class SrtConsole(App[None]):
         self.notes = notes or []
         self.session = session
         self.sweeps_screen: SweepsScreen | None = None
+        self.notices: list[Notice] = []  # every notice shown, oldest first
         self._unsubscribe = session.subscribe(self._on_core_event) if session is not None else None
 
     @property
@@ -65,6 +77,7 @@ class SrtConsole(App[None]):
     def on_mount(self) -> None:
         self.push_screen(RecipesScreen(self.roots, self.notes, self.session))
         if self.session is not None:
+            self.session.start_notices()
             self.track_jobs()
 
     def _on_core_event(self, event: CoreEvent) -> None:
@@ -72,6 +85,15 @@ class SrtConsole(App[None]):
         # with the event itself (screens that don't care ignore it).
         for screen in self.screen_stack:
             screen.post_message(CoreUpdate(event))
+        if isinstance(event, Notice):
+            # On whatever screen is showing: a toast, and the terminal bell for the operator away from it.
+            severity: SeverityLevel = (
+                "error" if event.severity == "error" else "warning" if event.severity == "warning" else "information"
+            )
+            self.notify(event.text, title=_NOTICE_TITLES.get(event.kind, "srt-console"), severity=severity,
+                        timeout=12)  # fmt: skip
+            self.bell()
+            self.notices.append(event)
         if isinstance(event, TrackingError):
             where = f"{event.cluster}: " if event.cluster else ""
             self.notify(f"{where}{event.message}", title="Tracking error", severity="warning", timeout=10)
@@ -132,6 +154,53 @@ class SrtConsole(App[None]):
         else:
             self.push_screen(SWEEPS)
 
+    # --- the command palette's commands (screens/commands.py) ------------------------------
+
+    def action_launch(self) -> None:
+        """Launch from the recipes screen (brought back if another screen is showing)."""
+        while not isinstance(self.screen, RecipesScreen) and len(self.screen_stack) > 2:
+            self.pop_screen()
+        if isinstance(self.screen, RecipesScreen):
+            self.screen.action_launch()
+        else:
+            self.notify("The recipes screen is not showing: press Esc until it is", severity="warning")
+
+    def run_on_sweeps(self, ref: str | None, what: str) -> None:
+        """Show the sweeps screen with the cursor on ``ref`` (a sweep, arm or attempt id; None:
+        where it is) and do ``what`` there: open, details, results, export, rerun, rerun_failed, cancel."""
+        self.action_show_sweeps()
+        if self.sweeps_screen is not None:
+            self.sweeps_screen.request(ref, what)
+
+    def action_scan_folder(self) -> None:
+        from screens.dialogs import PathDialog
+
+        def chosen(folder: str | None) -> None:
+            if folder:
+                self.scan_folder(folder)
+
+        self.push_screen(
+            PathDialog("Scan a folder of logs", "Triage every log file below this folder (a job output dir):",
+                       str(Path.cwd()), action="Scan"),
+            chosen,
+        )  # fmt: skip
+
+    @work(thread=True, group="scan", exit_on_error=False)
+    def scan_folder(self, folder: str) -> None:
+        from console.cli.scan_cmd import ScanError, collect_files, render_report, scan_paths
+        from screens.dialogs import InfoDialog
+
+        try:
+            files, notes = collect_files([folder])
+            triage = scan_paths(files)
+        except ScanError as exc:
+            self.call_from_thread(self.notify, f"scan: {exc}", severity="error")
+            return
+        diagnosis = triage.diagnose(None)
+        report = render_report(triage, diagnosis, triage.snapshot(None), files)
+        text = "\n".join([*notes, report]) if notes else report
+        self.call_from_thread(self.push_screen, InfoDialog(f"Scan of {folder}: {diagnosis.verdict}", text))
+
     def action_toggle_help(self) -> None:
         if self.screen.query("HelpPanel"):
             self.action_hide_help_panel()
@@ -171,5 +240,9 @@ def run(roots: list[Path], notes: list[str] | None = None, config_path: str | No
         session = Session.open(config_path, on_note=note)
     except StoreError as exc:
         notes.append(f"{exc}: launching and tracking are unavailable")
+    except ConfigError as exc:
+        # Not a silent fall back to another cluster: the operator fixes the config first.
+        print(f"srt-console: {exc}", file=sys.stderr)
+        return 2
     make_app(roots, notes, session=session).run()
     return 0

@@ -174,6 +174,8 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         text.append(a.job_id or "-")
         text.append("  ")
         text.append(f" {a.state} ", "bold reverse")
+        if a.simulated:
+            text.append(" SIMULATED ", "bold italic")
         if a.reason or a.error:
             text.append(f" {a.reason or a.error}")
         if a.nodelist:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from console import __version__
 from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, watch_cmd
+from console.cli.context import EXIT_CODES_HELP, EXIT_USAGE, JSON_ERRORS, fail
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -20,6 +21,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="srt-console",
         description="Operator console for srtctl LLM-serving benchmarks on Slurm. "
         "With no command it opens the terminal UI.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"srt-console {__version__}")
     parser.add_argument(
@@ -67,12 +70,18 @@ def _parser() -> argparse.ArgumentParser:
     scan_cmd.add_parser(sub)
     results_cmd.add_parsers(sub)
 
-    p = sub.add_parser("watch", help="follow attempts live: stages, findings, diagnosis, points")
-    p.add_argument("target", metavar="ATTEMPT|SWEEP")
+    p = sub.add_parser(
+        "watch",
+        help="follow attempts live: stages, findings, diagnosis, points; exit 1 when a verdict is failed or doomed",
+    )
+    p.add_argument("target", metavar="ATTEMPT|SWEEP", help="an attempt (a3.1), arm (a3), sweep (s2) or job:<id>")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
     p = sub.add_parser("tui", help="open the terminal UI (the default)")
     p.add_argument("paths", nargs="*", metavar="PATH", help="recipe folders to browse")
+    for command in sub.choices.values():
+        command.epilog = EXIT_CODES_HELP
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
 
 
@@ -84,6 +93,14 @@ def _tui(args: argparse.Namespace, ui: UiRunner | None) -> int:
     if ui is None:
         print("srt-console: the terminal UI is opened by `srt-console` (or `python -m screens`)", file=sys.stderr)
         return 2
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # Without a terminal the UI would draw to nowhere and spin; scripts have the commands.
+        print(
+            "srt-console: the terminal UI needs a terminal (stdin and stdout); "
+            "from a script use a command, e.g. `srt-console status` (see --help)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     notes: list[str] = []
     if getattr(args, "paths", None):
         roots = list(args.paths)
@@ -95,6 +112,9 @@ def _tui(args: argparse.Namespace, ui: UiRunner | None) -> int:
 def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
     """Run one command; with none (or ``tui``) open ``ui``."""
     args = _parser().parse_args(argv)
+    JSON_ERRORS.set(bool(getattr(args, "json", False)))
+    if args.config and not Path(args.config).expanduser().is_file():
+        return fail(f"--config {args.config}: no such config file", code=EXIT_USAGE)
     handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
         "recipes": recipes_cmd.cmd_recipes,
         "check": recipes_cmd.cmd_check,

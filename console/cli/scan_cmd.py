@@ -50,7 +50,7 @@ class ScanError(Exception):
 
 def add_parser(sub: Any) -> None:
     """The `scan` subcommand (``sub`` is the parser's subparsers action)."""
-    p = sub.add_parser("scan", help="offline triage of log files or a job output dir")
+    p = sub.add_parser("scan", help="offline triage of log files or a job output dir; exit 1 when failed or doomed")
     p.add_argument("paths", nargs="+", metavar="PATH", help="log files, logs/ dirs or job output dirs")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument(
@@ -79,7 +79,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_report(triage, diagnosis, snapshot, files))
-    return 0
+    return 1 if diagnosis.verdict in ("failed", "doomed") else 0
 
 
 # --------------------------------------------------------------------------- collecting

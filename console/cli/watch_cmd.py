@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import time
 from typing import Any
 
-from console.cli.context import CliError, open_context, resolve_attempts
+from console.cli.context import EXIT_BAD, EXIT_OK, CliError, fail, open_context, resolve_attempts
 from console.events import AgentChanged, AttemptChanged, CoreEvent, PointArrived, TrackingError, Triaged
 from console.ids import attempt_ref
 from console.sanitize import clean_line
@@ -23,9 +22,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
         ctx = open_context(args.config)
         attempts = resolve_attempts(ctx.store, args.target)
     except CliError as exc:
-        print(f"srt-console: {exc}", file=sys.stderr)
-        return 1
+        return fail(str(exc), code=exc.code)
     printer = _Printer(args.json, {a.id: attempt_ref(a.arm_id, a.number) for a in attempts})
+
+    verdicts: list[str] = []
 
     async def run() -> None:
         ctx.subscribe(printer.event)
@@ -50,6 +50,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     row = ctx.store.attempt(attempt_id)
                     diagnosis = view.triage.diagnose(row.state, cancelled=row.cancelled_by_operator)
                     printer.final(attempt_id, diagnosis.to_json())
+                    verdicts.append(diagnosis.verdict)
         finally:
             await ctx.close()
 
@@ -57,7 +58,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         asyncio.run(run())
     except KeyboardInterrupt:
         return 130
-    return 0
+    # For scripts: non-zero when an attempt is failed or doomed (a cancel by you is neither).
+    return EXIT_BAD if any(v in ("failed", "doomed") for v in verdicts) else EXIT_OK
 
 
 class _Printer:

@@ -71,7 +71,7 @@ async def test_doomed_2p1d_twin_from_the_sweeps_screen(engine: Engine) -> None:
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
         table = app.screen.query_one(DataTable)
-        await wait_for(pilot, lambda: table.row_count == 1)
+        await wait_for(pilot, lambda: table.row_count == 3)  # sweep, arm, attempt; the cursor on the attempt
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, AttemptScreen))
         screen = app.screen
@@ -423,7 +423,11 @@ async def test_an_attempt_opened_before_submission_is_followed_once_submitted(en
         view = log_view(app)
         await wait_for(pilot, lambda: view.body.row_count == 1, timeout=20)
         assert "submitted and running" in "\n".join(view.body.rendered_text())
-        assert "PENDING" in str(screen.query_one("#attempt-head").render())
+        # The header follows the attempt (PENDING, or UNKNOWN once the scheduler was asked about this made-up job).
+        await wait_for(
+            pilot, lambda: store.attempt(attempt.id).state in str(screen.query_one("#attempt-head").render())
+        )
+        assert "SUBMITTING" not in str(screen.query_one("#attempt-head").render())
 
 
 async def test_a_file_no_longer_followed_is_read_whole(engine: Engine, tmp_path: Path) -> None:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 
 from console.clusters import local_profile
 from console.engine import Engine
 from console.results import PointResult
 from console.store import Store
 from screens.app import make_app
-from screens.dialogs import ConfirmDialog
+from screens.dialogs import ConfirmDialog, PathDialog
 from screens.results import ResultsScreen
 from screens.sweeps import SweepsScreen
 from screens.widgets.plot import PARETO, THROUGHPUT, PointsPlot, Series, render_plot
@@ -66,31 +66,38 @@ async def test_r_reruns_the_flaky_arm_once_and_the_arm_shows_all_points_done(eng
         await wait_for(pilot, lambda: any("still" in n.message for n in app._notifications))
         sweeps = app.screen
         table = sweeps.query_one(DataTable)
-        second = engine.store.attempts(arm_id)[1]
-        await wait_for(pilot, lambda: cell(table, str(second.id), "state") == "COMPLETED", timeout=60)
+        await wait_for(pilot, lambda: cell(table, f"a{arm_id}.2", "state").startswith("COMPLETED"), timeout=60)
         assert [a.number for a in engine.store.attempts(arm_id)] == [1, 2]
         assert not isinstance(app.screen, ConfirmDialog)
 
-        table.move_cursor(row=table.get_row_index(str(second.id)))
+        table.move_cursor(row=table.get_row_index(f"a{arm_id}.2"))
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
         results = app.screen
         assert isinstance(results, ResultsScreen)
-        results.export_dir = tmp_path / "export"
+        results.export_dir = tmp_path / "export"  # the export dialog's default
         arm_table = results.table(arm_id)
         await wait_for(pilot, lambda: results.loaded)
         assert [cell(arm_table, str(c), "status") for c in (8, 16, 32)] == ["done"] * 3
-        assert [cell(arm_table, str(c), "attempt") for c in (8, 16, 32)] == [f"a{arm_id}.2"] * 3
+        assert [cell(arm_table, str(c), "attempt") for c in (8, 16, 32)] == [
+            f"a{arm_id}.2 sim"
+        ] * 3  # the demo engine's numbers, marked
         plot = results.query_one(PointsPlot)
         assert len(plot.series(PARETO.key)[0].points) == 3
         await pilot.press("t")
         assert plot.mode == THROUGHPUT.key
         await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, PathDialog))
+        assert app.screen.query_one(Input).value == str(tmp_path / "export")  # the path is shown
+        await pilot.press("enter")
         await wait_for(pilot, lambda: len(list((tmp_path / "export").glob("*.json"))) == 1)
         (exported,) = (tmp_path / "export").glob("*.json")
         doc = json.loads(exported.read_text())
         assert [(p["concurrency"], p["status"]) for p in doc["points"]] == [(8, "done"), (16, "done"), (32, "done")]
         assert len(list((tmp_path / "export").glob("*.csv"))) == 1
+        # Result files on this machine are named relative to the export: they resolve from it.
+        assert all((exported.parent / p["file"]).is_file() for p in doc["points"]), doc["points"][0]["file"]
+        assert all(p["simulated"] for p in doc["points"])
 
 
 async def test_R_reruns_only_the_missing_points_of_the_crashed_arm(engine: Engine) -> None:

@@ -52,3 +52,37 @@ def test_corrupt_store_gives_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError, match=r"console.sqlite3: cannot use the store"):
         Store(path)
+
+
+def test_the_schedulers_times_are_kept_and_elapsed_counts_from_them(tmp_path: Path) -> None:
+    store = Store(tmp_path / "console.sqlite3")
+    arm = store.add_arm(store.add_sweep("s", "c", []), "a", "r.yaml", None, None, "x: 1\n", {})
+    attempt = store.add_attempt(arm, "c", "srtctl", "x: 1\n", [1])
+    store.mark_submitted(attempt.id, "7", "/out/7", None)
+    # The console noticed the start late; Slurm's own start is what counts.
+    assert store.record_status(attempt.id, JobStatus("7", JobState.RUNNING, submit_time=1000.0, start_time=1010.0))
+    running = store.attempt(attempt.id)
+    assert (running.submit_time, running.start_time) == (1000.0, 1010.0)
+    assert running.elapsed(now=1070.0) == 60.0
+    # The same state with an end time arriving from sacct is a change worth announcing, not a new state.
+    store.record_status(attempt.id, JobStatus("7", JobState.COMPLETED, start_time=1010.0))
+    assert store.record_status(attempt.id, JobStatus("7", JobState.COMPLETED, end_time=1100.0))
+    done = store.attempt(attempt.id)
+    assert (done.sched_submit_at, done.end_time, done.elapsed(now=99999.0)) == (1000.0, 1100.0, 90.0)
+    assert [h[1] for h in store.history(attempt.id)].count("COMPLETED") == 1
+    assert not done.simulated and store.add_attempt(arm, "c", "demo", "x: 1\n", [1]).simulated
+
+
+def test_a_store_of_the_previous_schema_is_upgraded_in_place(tmp_path: Path) -> None:
+    from console.store import MIGRATIONS
+
+    path = tmp_path / "console.sqlite3"
+    db = sqlite3.connect(path)
+    for step in MIGRATIONS[:2]:
+        db.executescript(step)
+    db.execute("PRAGMA user_version = 2")
+    db.execute("INSERT INTO sweeps (name, cluster, targets, created_at) VALUES ('s', 'c', '[]', 1)")
+    db.commit()
+    db.close()
+    store = Store(path)
+    assert store.schema_version == len(MIGRATIONS) and [s.name for s in store.sweeps()] == ["s"]
