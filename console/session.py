@@ -19,10 +19,11 @@ from typing import Any
 from console.clusters import LOCAL, Profile, load_profiles
 from console.config import load_config
 from console.diagnosis import Diagnosis
-from console.engine import ClusterRuntime, Engine, build_runtime
+from console.engine import ClusterRuntime, Engine, LaunchRefused, build_runtime
 from console.events import CoreEvent
 from console.follow import AgentStatus
-from console.model import Recipe
+from console.launch_plan import ArmPlan, plan_arms, preflight_arm
+from console.model import Arm, Recipe
 from console.monitor import SETTLE_S, AttemptView, Monitor
 from console.notify import Notifier, notify_command
 from console.rerun import (
@@ -220,9 +221,28 @@ class Session:
         """The monitor's per-attempt views (findings, diagnosis, points) of followed attempts."""
         return self.monitor.views
 
-    async def launch(self, recipe: Recipe, cluster: str) -> int:
-        """Submit the recipe's arms exactly as loaded (what the launch dialog showed)."""
-        return await self.engine.launch([recipe.path], cluster, planned=([recipe], list(recipe.arms)))
+    async def launch(self, recipes: Recipe | Sequence[Recipe], cluster: str, name: str | None = None) -> int:
+        """Submit the recipes' arms, as one sweep, exactly as loaded (what the launch dialog showed)."""
+        chosen = [recipes] if isinstance(recipes, Recipe) else list(recipes)
+        arms = [arm for recipe in chosen for arm in recipe.arms]
+        return await self.engine.launch([r.path for r in chosen], cluster, name=name, planned=(chosen, arms))
+
+    async def plan_launch(self, cluster: str, arms: Sequence[Arm]) -> list[ArmPlan]:
+        """What a launch of the arms on the cluster will do: settings and their sources, and the
+        cluster's own verdict (`srtctl dry-run`); a cluster that cannot be reached says so per arm."""
+        try:
+            runtime = self.engine.runtime(cluster)
+        except LaunchRefused as exc:
+            return [ArmPlan(arm, verdict="unchecked", detail=str(exc)) for arm in arms]
+        return await plan_arms(runtime, list(arms))
+
+    async def preflight(self, cluster: str, arm: Arm) -> tuple[bool, str]:
+        """`srtctl preflight` of one arm on the cluster: (passed, srtctl's words)."""
+        try:
+            runtime = self.engine.runtime(cluster)
+        except LaunchRefused as exc:
+            return False, str(exc)
+        return await preflight_arm(runtime, arm)
 
     async def cancel(self, attempts: Sequence[AttemptRow]) -> None:
         await self.engine.cancel(attempts)

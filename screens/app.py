@@ -43,9 +43,13 @@ class SrtConsole(App[None]):
     CSS_PATH = str(asset("console.tcss"))
     TITLE = "srt-console"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
+    # Screens lay out their panels for the terminal's size (assets/console.tcss: -short, -narrow).
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]  # noqa: RUF012 - Textual declares it a list
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "toggle_help", "Help"),
         Binding("s", "show_sweeps", "Sweeps"),
+        Binding("z", "toggle_maximize", "Max panel"),
         Binding("ctrl+q", "quit", "Quit", show=False),
     ]
 
@@ -106,14 +110,14 @@ class SrtConsole(App[None]):
 
     @on(LaunchRequested)
     def _launch_requested(self, message: LaunchRequested) -> None:
-        self.launch(message.recipe, message.cluster)
+        self.launch(message.recipes, message.cluster, message.name)
 
     @work(exclusive=False, group="launch", exit_on_error=False)
-    async def launch(self, recipe: Recipe, cluster: str) -> None:
-        """Submit the recipe's arms exactly as the launch dialog showed them."""
+    async def launch(self, recipes: list[Recipe], cluster: str, name: str | None = None) -> None:
+        """Submit the recipes' arms, one sweep, exactly as the launch dialog showed them."""
         assert self.session is not None
         try:
-            sweep_id = await self.session.launch(recipe, cluster)
+            sweep_id = await self.session.launch(recipes, cluster, name)
         except LaunchRefused as exc:
             detail = "\n".join(exc.problems[:5])
             self.notify(f"{exc}\n{detail}".strip(), severity="error", timeout=10)
@@ -200,6 +204,14 @@ class SrtConsole(App[None]):
         report = render_report(triage, diagnosis, triage.snapshot(None), files)
         text = "\n".join([*notes, report]) if notes else report
         self.call_from_thread(self.push_screen, InfoDialog(f"Scan of {folder}: {diagnosis.verdict}", text))
+
+    def action_toggle_maximize(self) -> None:
+        """`z`: the focused panel fills the screen, or the screen's layout comes back."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        elif screen.focused is None or not screen.maximize(screen.focused):
+            self.notify("Nothing here to maximise: focus a panel first (tab)", severity="warning", timeout=3)
 
     def action_toggle_help(self) -> None:
         if self.screen.query("HelpPanel"):

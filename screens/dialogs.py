@@ -1,4 +1,5 @@
-"""Confirm dialogs: launch, cancel. Each says exactly what will happen before it happens."""
+"""Dialogs: confirm (cancel, rerun), a folder to export to, every failed arm of a sweep, a text to
+read; the launch dialog has its own module. Each says exactly what will happen before it happens."""
 
 from __future__ import annotations
 
@@ -9,68 +10,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Static
 
-from console.clusters import Profile
-from console.describe import grid_label, topology_label
-from console.model import Arm
 from console.rerun import SweepRerun
+from screens.launch_dialog import LaunchDialog
 
-
-class LaunchDialog(ModalScreen[str | None]):
-    """Pick a cluster and confirm; dismisses with the cluster name, or None."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,n", "dismiss_none", "Cancel"),
-        Binding("y", "confirm", "Launch"),
-    ]
-
-    def __init__(self, title: str, arms: list[Arm], profiles: dict[str, Profile], default: str) -> None:
-        super().__init__()
-        self.heading = title
-        self.arms = arms
-        self.profiles = profiles
-        self.default = default
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
-            yield Label(Text(self.heading), id="dialog-title")
-            yield Select(
-                [(f"{p.name}  ({p.where}, {p.launcher})", p.name) for p in self.profiles.values()],
-                value=self.default,
-                allow_blank=False,
-                id="cluster",
-            )
-            yield Static(self._plan(), id="plan")
-            with Horizontal(id="buttons"):
-                yield Button("Launch (y)", variant="primary", id="launch")
-                yield Button("Cancel (n)", id="cancel")
-
-    def _plan(self) -> Text:
-        nodes = sum(a.topology.node_demand for a in self.arms)
-        text = Text(f"{len(self.arms)} arm(s), {nodes} node(s) in all:\n", style="bold")
-        for arm in self.arms:
-            text.append(f"  {arm.name}\n")
-            text.append(
-                f"    {topology_label(arm.topology)} · {arm.topology.node_demand} node(s) · "
-                f"{arm.backend}/{arm.frontend} · {arm.benchmark} · points {grid_label(arm.concurrencies)}\n",
-                style="dim",
-            )
-        text.rstrip()
-        return text
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "launch":
-            self.action_confirm()
-        else:
-            self.dismiss(None)
-
-    def action_confirm(self) -> None:
-        value = self.query_one(Select).value
-        self.dismiss(str(value) if isinstance(value, str) else self.default)
-
-    def action_dismiss_none(self) -> None:
-        self.dismiss(None)
+__all__ = ["ConfirmDialog", "InfoDialog", "LaunchDialog", "PathDialog", "SweepRerunDialog"]
 
 
 class ConfirmDialog(ModalScreen[bool]):

@@ -47,6 +47,7 @@ COLUMNS = (
     ("itl", "ITL p50 ms"),
     ("e2el", "E2EL p50 ms"),
     ("completed", "completed"),
+    ("why", "why not done"),
 )
 # Each status's look is a component class of the screen: its colour comes from the theme.
 STATUS_CLASSES = {
@@ -77,6 +78,8 @@ def point_cells(point: PointResult, styles: Mapping[str, Style] | None = None) -
         "itl": _num(point.itl.median, 2),
         "e2el": _num(point.e2el.median, 0),
         "completed": Text("-" if point.completed is None else str(point.completed), justify="right"),
+        # Why a point is not done: never ran, crashed at this concurrency, an invalid result...
+        "why": Text(point.invalid_reason or "" if point.status != "done" else ""),
     }
 
 
@@ -150,7 +153,9 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
                     if simulated:
                         title.append("  SIMULATED: demo engine numbers, not measured", "italic")
                     yield Label(title, classes="results-arm-title")
-                    yield DataTable(id=f"arm-{arm.id}", cursor_type="row", zebra_stripes=True, classes="results-table")
+                    # `conc` stays in view when the table is scrolled sideways.
+                    yield DataTable(id=f"arm-{arm.id}", cursor_type="row", zebra_stripes=True, fixed_columns=1,
+                                    classes="results-table")  # fmt: skip
             yield PointsPlot(id="results-plot")
         yield Footer()
 
@@ -222,7 +227,7 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
                 old = point_cells(previous, self._status_styles) if previous is not None else {}
                 for column, value in cells.items():
                     if old.get(column) != value:
-                        table.update_cell(key, column, value)
+                        table.update_cell(key, column, value, update_width=True)
             else:
                 table.add_row(*cells.values(), key=key)
                 if any(c > point.concurrency for c in state.shown):

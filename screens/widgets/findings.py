@@ -24,8 +24,11 @@ FINDING_COLUMNS = ("sev", "count", "signature", "worker", "first at")
 _SEVERITY_ORDER = {"fatal": 0, "error": 1, "warning": 2}
 
 
-class DiagnosisBanner(Static):
-    """Verdict, root cause and advice; says so when the job is doomed and offers cancel."""
+class DiagnosisBanner(Static, can_focus=True):
+    """Verdict, root cause and advice; says so when the job is doomed and offers cancel. On a
+    short terminal it is cut to a few lines: focused (tab) and maximised (`z`) it shows all."""
+
+    ALLOW_MAXIMIZE = True
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__("", id=id)
@@ -118,6 +121,8 @@ def finding_rows(groups: Iterable[FindingGroup], root: str | None = None) -> lis
 
 class FindingsPanel(Vertical):
     """Findings grouped by signature and worker, with counts and the catalog's hint."""
+
+    ALLOW_MAXIMIZE = True  # `z` fills the screen with it
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"findings--fatal", "findings--error", "findings--warning"}
     DEFAULT_CSS = """

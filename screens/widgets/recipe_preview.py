@@ -44,12 +44,15 @@ class ArmCard(Vertical):
         for key, value in facts:
             text.append(f"  {key:<18}", style="dim")
             text.append(f"{value}\n")
-        for pin in arm.pins:
-            text.append(f"  {'pin ' + pin.name:<18}", style="dim")
-            text.append(pin.value)
-            text.append(f"  ({pin.source})\n", style="dim")
         text.rstrip()
         yield Static(text, classes="facts")
+        # Pins are long (image URIs, commit hashes): each wraps inside the card, never cut.
+        for pin in arm.pins:
+            pin_text = Text(overflow="fold")
+            pin_text.append(f"pin {pin.name}  ", style="dim")
+            pin_text.append(pin.value)
+            pin_text.append(f"  ({pin.source})", style="dim")
+            yield Static(pin_text, classes="pin")
         yield TopologyView(topo)
 
 

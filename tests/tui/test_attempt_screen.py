@@ -24,7 +24,7 @@ from screens.widgets.findings import DiagnosisBanner, FindingsPanel
 from screens.widgets.log_view import LogView
 from screens.widgets.workers import WorkersPanel
 from tests.conftest import RECIPES, ROOT
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import showing, wait_for
 
 SEED_LOGS = ROOT / "tests" / "data" / "logs" / "seed-39443"
 
@@ -69,7 +69,7 @@ async def test_doomed_2p1d_twin_from_the_sweeps_screen(engine: Engine) -> None:
     app = make_app([RECIPES / "demo"], engine=engine)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         table = app.screen.query_one(DataTable)
         await wait_for(pilot, lambda: table.row_count == 3)  # sweep, arm, attempt; the cursor on the attempt
         await pilot.press("enter")

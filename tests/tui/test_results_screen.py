@@ -19,7 +19,7 @@ from screens.results import ResultsScreen
 from screens.sweeps import SweepsScreen
 from screens.widgets.plot import PARETO, THROUGHPUT, PointsPlot, Series, render_plot
 from tests.conftest import RECIPES
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import showing, wait_for
 
 DEMO = RECIPES / "demo"
 
@@ -53,7 +53,7 @@ async def test_r_reruns_the_flaky_arm_once_and_the_arm_shows_all_points_done(eng
     app = make_app([DEMO], engine=engine)
     async with app.run_test(size=(180, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         await pilot.press("r", "r")  # a double press: one plan, one dialog, one submission
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         body = dialog_text(app)
@@ -105,7 +105,7 @@ async def test_R_reruns_only_the_missing_points_of_the_crashed_arm(engine: Engin
     app = make_app([DEMO], engine=engine)
     async with app.run_test(size=(180, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         body = dialog_text(app)
@@ -123,13 +123,13 @@ async def test_deterministic_failure_warns_in_the_dialog_and_no_is_no(engine: En
     app = make_app([DEMO], engine=engine)
     async with app.run_test(size=(180, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), timeout=20)
         body = dialog_text(app)
         assert "WARNING: a plain rerun will fail the same way:" in body
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         assert len(engine.store.attempts(arm_id)) == 1
 
 
@@ -140,7 +140,7 @@ async def test_points_of_the_1p1d_twin_fill_in_live(engine: Engine) -> None:
     app = make_app([DEMO], engine=engine)
     async with app.run_test(size=(180, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
         results = app.screen
@@ -175,6 +175,25 @@ def test_plot_renders_series_with_braille_and_an_empty_state() -> None:
     empty = render_plot([Series("a", ())], 60, 12, THROUGHPUT)
     assert "no points yet" in empty.plain
     Console(width=60, file=open("/dev/null", "w")).print(text)  # noqa: SIM115
+
+
+def test_plot_has_axis_labels_ticks_and_a_marker_per_arm() -> None:
+    series = [
+        Series("arm-a", ((1.0, 700.0), (4.0, 900.0), (16.0, 1000.0))),
+        Series("arm-b", ((1.0, 80.0), (4.0, 300.0), (64.0, 1200.0))),
+    ]
+    lines = render_plot(series, 72, 18, THROUGHPUT).plain.splitlines()
+    assert lines[0].startswith("● arm-a") and "▲ arm-b" in lines[0]  # shape, not only colour
+    assert lines[1] == "output tok/s"  # the y axis's label
+    body = "\n".join(lines[2:-3])
+    assert body.count("●") == 3 and body.count("▲") == 3
+    # The concurrency axis: a tick at each power of two, labelled, and the axis named.
+    assert lines[-3].count("┬") == 7  # 1, 2, 4, ..., 64
+    assert lines[-2].split() == ["1", "2", "4", "8", "16", "32", "64"]
+    assert lines[-1].strip() == "concurrency (log2)"
+    pareto = render_plot(series, 72, 18, PARETO).plain.splitlines()
+    assert pareto[1] == "tok/s/GPU" and pareto[-1].strip() == "tok/s/user"
+    assert len(pareto[-2].split()) >= 3  # ticks along a linear axis
 
 
 def test_results_rows_merge_attempts() -> None:

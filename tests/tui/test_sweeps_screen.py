@@ -15,7 +15,7 @@ from screens.dialogs import ConfirmDialog, LaunchDialog
 from screens.sweeps import SweepsScreen
 from screens.widgets.recipe_tree import RecipeTree
 from tests.conftest import RECIPES
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import showing, wait_for
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ async def test_launch_quick_and_watch_it_complete(engine: Engine) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchDialog))
         assert "demo-quick" in str(app.screen.query_one("#plan").render())
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen), timeout=20)
+        await wait_for(pilot, showing(pilot, SweepsScreen), timeout=20)
         table = app.screen.query_one(DataTable)
         await wait_for(pilot, lambda: table.row_count == 3)
         assert [k.value for k in table.rows] == ["s1", "a1", "a1.1"]
@@ -66,7 +66,7 @@ async def test_cancel_from_the_sweeps_screen(engine: Engine) -> None:
     app = make_app([RECIPES / "demo"], engine=engine)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         table = app.screen.query_one(DataTable)
         key = "a1.1"
         await wait_for(pilot, lambda: cell(table, key, "state").startswith("RUNNING"), timeout=30)

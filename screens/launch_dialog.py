@@ -1,0 +1,242 @@
+"""The launch dialog: which cluster, and for each arm exactly what will be submitted.
+
+Per arm it shows the topology, node demand and points, the scheduling values the job will get
+and where each comes from (recipe, profile, srtslurm.yaml), the cluster's own `srtctl dry-run`
+verdict (refused / header differs / agrees), and any problems of the arm. The plan comes from
+``console.launch_plan`` in a worker, so the dialog never waits on the cluster; picking another
+cluster checks the recipes again for the srtctl flavour of its profile and plans again. `p`
+runs `srtctl preflight` of every arm. The dialog dismisses with (cluster, recipes as checked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Select, Static
+
+from console.describe import grid_label, topology_label
+from console.launch_plan import ArmPlan, settings_label
+from console.model import Arm, Recipe
+from console.recipes import load_recipe
+from console.recipes.flavours import describe
+from console.session import Session
+from screens.messages import ReportsWorkerErrors
+
+Launch = tuple[str, list[Recipe]]
+"""What the dialog dismisses with: the cluster, and the recipes as checked for it."""
+
+
+@dataclass
+class ArmCheck:
+    """What the dialog knows of one arm: the plan (None while it is being made), preflight's word."""
+
+    arm: Arm
+    plan: ArmPlan | None = None
+    preflight: tuple[bool, str] | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def arm_problems(check: ArmCheck) -> list[str]:
+    """Everything wrong with one arm, one line each: srtctl's refusal or a header that differs,
+    a failed preflight, and any further checks of the arm (``check.problems``)."""
+    lines = list(check.problems)
+    plan = check.plan
+    if plan is not None and plan.verdict in ("refused", "differs"):
+        lines += [d.strip() for d in plan.detail.split(";") if d.strip()] or [plan.verdict]
+    if check.preflight is not None and not check.preflight[0]:
+        lines.append(f"preflight: {check.preflight[1].splitlines()[-1] if check.preflight[1] else 'failed'}")
+    return lines
+
+
+_VERDICTS = {
+    "ok": ("srtctl dry-run: agrees with the plan", "green"),
+    "differs": ("srtctl dry-run: header differs", "yellow"),
+    "refused": ("srtctl dry-run: REFUSED", "bold red"),
+    "unchecked": ("srtctl dry-run: could not be run", "yellow"),
+}
+
+
+def arm_text(check: ArmCheck, launcher: str) -> Text:
+    arm = check.arm
+    text = Text()
+    text.append(f"  {arm.name}\n", style="bold")
+    text.append(
+        f"    {topology_label(arm.topology)} · {arm.topology.node_demand} node(s) · {arm.backend}/{arm.frontend}"
+        f" · {arm.benchmark} · points {grid_label(arm.concurrencies)}\n",
+        style="dim",
+    )
+    plan = check.plan
+    if plan is None:
+        text.append("    checking...\n", style="italic")
+        return text
+    if plan.settings:
+        text.append(f"    {settings_label(plan.settings)}\n")
+    if plan.dry_run is not None or plan.verdict != "ok":
+        label, style = _VERDICTS.get(plan.verdict, (plan.verdict, ""))
+        text.append(f"    {label}\n", style=style)
+    elif launcher == "demo":
+        text.append("    demo launcher: simulated (the demo engine, not hardware)\n", style="italic")
+    if check.preflight is not None:
+        ok, words = check.preflight
+        last = words.strip().splitlines()[-1] if words.strip() else ""
+        text.append(f"    preflight: {'passed' if ok else 'FAILED'}{': ' + last if last else ''}\n",
+                    style="green" if ok else "bold red")  # fmt: skip
+    for problem in arm_problems(check):
+        text.append(f"    ✗ {problem}\n", style="red")
+    return text
+
+
+class LaunchDialog(ReportsWorkerErrors, ModalScreen[Launch | None]):
+    """Pick a cluster and confirm; dismisses with (cluster, recipes), or None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,n", "dismiss_none", "Cancel"),
+        Binding("y", "confirm", "Launch"),
+        Binding("p", "preflight", "Preflight"),
+    ]
+
+    def __init__(self, title: str, recipes: list[Recipe], session: Session, default: str) -> None:
+        super().__init__()
+        self.heading = title
+        self.recipes = recipes
+        self.session = session
+        self.cluster = default if default in session.profiles else next(iter(session.profiles))
+        self.checks: list[ArmCheck] = [ArmCheck(a) for r in recipes for a in r.arms]
+        self.planned = False  # the plan for the current cluster is complete
+
+    @property
+    def arms(self) -> list[Arm]:
+        return [c.arm for c in self.checks]
+
+    def compose(self) -> ComposeResult:
+        profiles = self.session.profiles
+        with Vertical(id="dialog"):
+            yield Label(Text(self.heading), id="dialog-title")
+            yield Select(
+                [(f"{p.name}  ({p.where}, {p.launcher})", p.name) for p in profiles.values()],
+                value=self.cluster,
+                allow_blank=False,
+                id="cluster",
+            )
+            with VerticalScroll(id="plan-scroll"):
+                yield Static(self._plan(), id="plan")
+            with Horizontal(id="buttons"):
+                yield Button("Launch (y)", variant="primary", id="launch")
+                yield Button("Preflight (p)", id="preflight")
+                yield Button("Cancel (n)", id="cancel")
+
+    def on_mount(self) -> None:
+        self.check(self.cluster)
+
+    # --- what will be submitted ---------------------------------------------------------
+
+    def _problems(self) -> list[str]:
+        """The recipes' own problems for the chosen cluster's srtctl (errors block the launch)."""
+        return [str(p) for r in self.recipes for p in r.problems]
+
+    def _plan(self) -> Text:
+        profile = self.session.profiles[self.cluster]
+        nodes = sum(a.topology.node_demand for a in self.arms)
+        text = Text(f"{len(self.checks)} arm(s), {nodes} node(s) in all, on {profile.name} "
+                    f"({profile.launcher} launcher)", style="bold")  # fmt: skip
+        text.append(f"\n{describe(profile.flavour())}\n", style="dim")
+        errors = {str(p) for r in self.recipes for p in r.errors}
+        for problem in self._problems():
+            bad = problem in errors
+            text.append(f"  {'✗' if bad else '!'} {problem}\n", style="red" if bad else "yellow")
+        for check in self.checks:
+            text.append_text(arm_text(check, profile.launcher))
+        if not self.planned:
+            text.append("\nasking the cluster (the dialog can be used meanwhile)...", style="italic")
+        text.rstrip()
+        return text
+
+    def _redraw(self) -> None:
+        self.query_one("#plan", Static).update(self._plan())
+
+    @work(exclusive=True, group="launch-plan", exit_on_error=False)
+    async def check(self, cluster: str) -> None:
+        """Check the recipes for the cluster's srtctl flavour, then plan each arm (the dry-run)."""
+        self.planned = False
+        profile = self.session.profiles[cluster]
+        flavour = profile.flavour()
+        reloaded = [await _reload(r, flavour) for r in self.recipes]
+        if cluster != self.cluster:
+            return
+        self.recipes = reloaded
+        self.checks = [ArmCheck(a) for r in self.recipes for a in r.arms]
+        self._redraw()
+        if any(r.errors for r in self.recipes):
+            self.planned = True
+            self._redraw()
+            return
+        for check in self.checks:
+            plans = await self.session.plan_launch(cluster, [check.arm])
+            if cluster != self.cluster:
+                return
+            check.plan = plans[0]
+            self._redraw()
+        self.planned = True
+        self._redraw()
+
+    @on(Select.Changed, "#cluster")
+    def _cluster_changed(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str) and event.value != self.cluster:
+            self.cluster = event.value
+            self.check(event.value)
+
+    @work(exclusive=True, group="launch-preflight", exit_on_error=False)
+    async def action_preflight(self) -> None:
+        cluster = self.cluster
+        for check in self.checks:
+            check.preflight = None
+        self.notify(f"srtctl preflight on {cluster}...", timeout=3)
+        for check in self.checks:
+            result = await self.session.preflight(cluster, check.arm)
+            if cluster != self.cluster:
+                return
+            check.preflight = result
+            self._redraw()
+
+    # --- answers ------------------------------------------------------------------------
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "launch":
+            self.action_confirm()
+        elif event.button.id == "preflight":
+            self.action_preflight()
+        else:
+            self.dismiss(None)
+
+    def action_confirm(self) -> None:
+        if any(r.errors for r in self.recipes):
+            self.notify(f"The recipes have errors for {self.cluster}'s srtctl: nothing submitted", severity="error")
+            return
+        refused = [c.arm.name for c in self.checks if c.plan is not None and c.plan.blocking]
+        if refused:
+            self.notify(f"srtctl refused {', '.join(refused)}: nothing submitted", severity="error")
+            return
+        self.dismiss((self.cluster, self.recipes))
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+async def _reload(recipe: Recipe, flavour: object) -> Recipe:
+    """The recipe checked again for ``flavour``, from the text shown (off the event loop)."""
+    import asyncio
+
+    from console.recipes.flavours import Flavour
+
+    if not Path(recipe.path).is_file():
+        return recipe
+    chosen = flavour if isinstance(flavour, Flavour) else None
+    return await asyncio.to_thread(load_recipe, recipe.path, None, recipe.text or None, chosen)
