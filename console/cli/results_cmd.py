@@ -7,6 +7,7 @@ import asyncio
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -116,29 +117,39 @@ def cmd_results(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def _results_places(job_dir: Path, config_path: str | None) -> list[tuple[Path | None, str | None, Path | None]]:
-    """Where a job's result files may be besides its dir: the results dir an attempt recorded for
-    it, and each profile's ``results`` root (InferenceX's custom benchmark writes
+def _recorded_attempt(job_dir: Path) -> AttemptRow | None:
+    """The attempt the store recorded with this output dir, if any (read-only use of the store)."""
+    from console.store import Store, StoreError, default_data_dir
+
+    store_file = default_data_dir() / "console.sqlite3"
+    if not store_file.is_file():
+        return None
+    try:
+        store = Store(store_file)
+    except StoreError:
+        return None
+    try:
+        resolved = str(job_dir.resolve())
+        found = [a for a in store.attempts() if a.output_dir and str(Path(a.output_dir).resolve()) == resolved]
+        return found[-1] if found else None
+    finally:
+        store.close()
+
+
+def _results_places(
+    job_dir: Path, config_path: str | None, attempt: AttemptRow | None
+) -> list[tuple[Path | None, str | None, Path | None]]:
+    """Where a job's result files may be besides its dir: the results dir its attempt recorded,
+    and each profile's ``results`` root (InferenceX's custom benchmark writes
     ``<results>/<job id>/fixed-seq/``). As (results_root, job_id, results_dir) triples."""
     from console.clusters import load_profiles
     from console.config import load_config
-    from console.store import Store, StoreError, default_data_dir
+    from console.store import default_data_dir
 
     places: list[tuple[Path | None, str | None, Path | None]] = []
-    data_dir = default_data_dir()
-    resolved = str(job_dir.resolve())
-    store_file = data_dir / "console.sqlite3"
-    if store_file.is_file():
-        try:
-            store = Store(store_file)
-        except StoreError:
-            store = None
-        if store is not None:
-            for attempt in store.attempts():
-                if attempt.output_dir and attempt.results_dir and str(Path(attempt.output_dir).resolve()) == resolved:
-                    places.append((None, None, Path(attempt.results_dir)))
-            store.close()
-    profiles, _ = load_profiles(load_config(config_path), data_dir)
+    if attempt is not None and attempt.results_dir:
+        places.append((None, None, Path(attempt.results_dir)))
+    profiles, _ = load_profiles(load_config(config_path), default_data_dir())
     for profile in profiles.values():
         if profile.results and profile.ssh is None:
             places.append((Path(profile.results).expanduser(), job_dir.name, None))
@@ -150,6 +161,8 @@ def _dir_points(job_dir: Path, config_path: str | None = None) -> tuple[list[Poi
     where result files were looked for."""
     expected: list[int] = []
     gpus: int | None = None
+    simulated = False
+    attempt = _recorded_attempt(job_dir)
     config_file = job_dir / "config.yaml"
     if config_file.is_file() and config_file.stat().st_size < 4 * 1024 * 1024:
         text = config_file.read_text(encoding="utf-8", errors="replace")
@@ -159,6 +172,8 @@ def _dir_points(job_dir: Path, config_path: str | None = None) -> tuple[list[Poi
             data = None
         if isinstance(data, dict):
             expected = grid_of(data)
+            # The demo engine's jobs keep the recipe's `demo:` section (srtctl never sees one).
+            simulated = "demo" in data
             recipe = load_recipe(config_file, text=text)
             if len(recipe.arms) == 1:
                 gpus = recipe.arms[0].topology.total_gpus or None
@@ -170,8 +185,9 @@ def _dir_points(job_dir: Path, config_path: str | None = None) -> tuple[list[Poi
                 break
     points = read_points(job_dir, gpus=gpus)
     looked = [f"{job_dir} (and its logs/)"]
+    simulated = simulated or (attempt is not None and attempt.simulated)
     if not points:
-        for root, job_id, results_dir in _results_places(job_dir, config_path):
+        for root, job_id, results_dir in _results_places(job_dir, config_path, attempt):
             where = results_dir or (root / (job_id or "") if root else None)
             if where is None:
                 continue
@@ -185,7 +201,8 @@ def _dir_points(job_dir: Path, config_path: str | None = None) -> tuple[list[Poi
             if found:
                 points = found
                 break
-    return arm_points(expected, points), looked
+    merged = arm_points(expected, points)
+    return ([replace(p, simulated=True) for p in merged] if simulated else merged), looked
 
 
 async def _store_points(ctx: Context, text: str) -> list[tuple[str | None, list[PointResult]]]:

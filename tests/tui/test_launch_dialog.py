@@ -117,6 +117,8 @@ async def test_the_folder_under_the_cursor_launches_as_one_sweep(session: Sessio
                     yield from folders(child)
 
         folder = next(n for n in folders(tree.root) if str(n.label) == "demo/")
+        await wait_for(pilot, lambda: tree.cursor_node is not None and tree.cursor_node.data is not None)
+        await pilot.pause()
         tree.move_cursor(folder)
         await pilot.pause()
         await pilot.press("l")

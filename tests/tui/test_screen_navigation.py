@@ -8,6 +8,7 @@ against (a screen pushed a second time is never repainted) is invisible to Pilot
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -123,3 +124,28 @@ def test_each_screen_fits(term: Terminal) -> None:
     assert "SIMULATED" in text and "●" in text  # marked; the arm's marker in the plot
     term.press("escape", "escape")
     showing(term, RECIPES_TITLE, also=lambda t: "quick.yaml" in t)
+
+
+def test_the_log_opens_in_the_pager_and_the_screen_comes_back(tmp_path: Path) -> None:
+    """`v` hands the terminal to $PAGER with the shown file, and the attempt screen is redrawn after."""
+    library = tmp_path / "library"
+    library.mkdir()
+    shutil.copy(RECIPES / "demo" / "quick.yaml", library / "quick.yaml")
+    got = tmp_path / "paged.txt"
+    pager = tmp_path / "pager.py"
+    pager.write_text(f"import sys\nopen({str(got)!r}, 'w').write(sys.argv[1] + '\\n' + open(sys.argv[1]).read())\n")
+    env = console_env(tmp_path / "data")
+    env["SRT_DEMO_SPEED"] = "8"
+    env["PAGER"] = f"{sys.executable} {pager}"
+    term = Terminal(console_argv("tui", str(library)), env, cols=100, rows=30)
+    try:
+        launch_quick(term)
+        term.press("enter")
+        showing(term, ATTEMPT_TITLE, also=lambda t: "lines 1" in t, what="the attempt with its log")
+        term.press("v")
+        term.wait(lambda _: got.is_file() and got.stat().st_size > 0, "the pager to get the file")
+        path, _, text = got.read_text().partition("\n")
+        assert path.endswith(".log") and path.startswith(str(tmp_path / "data")) and text.strip()
+        showing(term, ATTEMPT_TITLE, also=lambda t: "lines 1" in t, what="the attempt screen, redrawn")
+    finally:
+        term.close()

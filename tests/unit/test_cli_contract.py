@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,59 @@ def test_the_ui_refuses_to_start_without_a_terminal(data_dir: Path) -> None:
     )
     assert proc.returncode == 2
     assert "needs a terminal" in proc.stderr
+
+
+def test_results_of_a_custom_benchmark_job_dir_are_found_outside_it(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # InferenceX's custom benchmark writes <results>/<job id>/fixed-seq/, not into the job dir.
+    assert main(["launch", str(DEMO / "mi355x-1p1d-tp8.yaml"), "--yes", "--wait", "--json"]) == 0
+    (attempt,) = json.loads(capsys.readouterr().out)["attempts"]
+    job_dir = Path(attempt["output_dir"])
+    assert not list(job_dir.rglob("*-c4.json"))
+    assert main(["results", str(job_dir), "--json"]) == 0
+    points = json.loads(capsys.readouterr().out)["points"]
+    assert [p["concurrency"] for p in points] == [4, 8, 16, 32, 64, 128]
+    assert all(p["status"] == "done" and p["simulated"] for p in points)
+    assert all("/fixed-seq/" in p["file"] for p in points)
+    # Without a record of it, and no results root that has it: it says where it looked.
+    stray = tmp_path / "stray" / "4242"
+    stray.mkdir(parents=True)
+    shutil.copy(job_dir / "config.yaml", stray / "config.yaml")
+    assert main(["results", str(stray)]) == 1
+    out = capsys.readouterr().out
+    assert "no result files found; looked in:" in out and f"{stray} (and its logs/)" in out
+    assert "local/results/4242" in out
+
+
+def test_rerun_of_a_sweep_leaves_deterministic_failures_out_unless_asked(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["launch", str(DEMO / "mi355x-2p1d-dpa-tp8.yaml"), "--yes", "--wait"]) == 1
+    capsys.readouterr()
+    assert main(["rerun", "s1", "--yes"]) == 1  # nothing left to submit
+    err = capsys.readouterr().err
+    assert "deterministic" in err and "--include-deterministic reruns it" in err
+    assert main(["rerun", "s1", "--yes", "--include-deterministic", "--json"]) == 0
+    (attempt,) = json.loads(capsys.readouterr().out)["attempts"]
+    assert attempt["id"] == "a1.2"
+    assert main(["cancel", "s1", "--yes"]) in (0, 1)
+
+
+def test_the_ui_refuses_an_unknown_default_cluster(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from screens.app import run
+
+    config = tmp_path / "config.yaml"
+    config.write_text("default_cluster: nowhere\n")
+    assert run([], [], str(config)) == 2
+    assert "default_cluster: 'nowhere' is not a configured cluster" in capsys.readouterr().err
+
+
+def test_an_export_with_nothing_done_writes_nothing(tmp_path: Path) -> None:
+    from console.results.export import NothingToExport, write_export
+
+    with pytest.raises(NothingToExport, match="nothing to export: no point of s3 has a result yet"):
+        write_export(tmp_path / "out", "s3", [{"concurrency": 4, "status": "missing"}])
+    assert not (tmp_path / "out").exists()
