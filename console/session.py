@@ -205,10 +205,25 @@ class Session:
     def sweeps(self) -> list[SweepRow]:
         return self.store.sweeps()
 
-    def tree(self) -> Tree:
-        """Every sweep → arm → attempt, with the monitor's verdicts (doomed while still running)."""
+    def all_arms(self) -> list[ArmRow]:
+        return self.store.arms()
+
+    def tree(
+        self,
+        *,
+        sweeps: Sequence[SweepRow] | None = None,
+        arms: Sequence[ArmRow] | None = None,
+        attempts: Sequence[AttemptRow] | None = None,
+    ) -> Tree:
+        """Every sweep → arm → attempt, with the monitor's verdicts (doomed while still running).
+        Rows a screen already holds (kept current by the events) are used instead of reading them."""
         verdicts = {i: v.diagnosis.verdict for i, v in self.monitor.views.items() if v.diagnosis is not None}
-        return Tree.of(self.store.sweeps(), self.store.arms(), self.store.attempts(), verdicts)
+        return Tree.of(
+            self.store.sweeps() if sweeps is None else sweeps,
+            self.store.arms() if arms is None else arms,
+            self.store.attempts() if attempts is None else attempts,
+            verdicts,
+        )
 
     def cluster_statuses(self) -> dict[str, str]:
         return self.engine.cluster_statuses()

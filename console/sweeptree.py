@@ -9,7 +9,7 @@ for its arms.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from console.ids import arm_ref, attempt_ref, sweep_ref
@@ -83,22 +83,16 @@ class TreeView:
     collapsed: frozenset[str] = frozenset()
 
     def next_filter(self) -> TreeView:
-        return _replace(self, state_filter=FILTERS[(FILTERS.index(self.state_filter) + 1) % len(FILTERS)])
+        return replace(self, state_filter=FILTERS[(FILTERS.index(self.state_filter) + 1) % len(FILTERS)])
 
     def sorted_by(self, column: str) -> TreeView:
         """Sort by ``column``; asking again for the same column reverses the order."""
         if column == self.sort:
-            return _replace(self, descending=not self.descending)
-        return _replace(self, sort=column, descending=False)
+            return replace(self, descending=not self.descending)
+        return replace(self, sort=column, descending=False)
 
     def toggled(self, key: str) -> TreeView:
-        return _replace(self, collapsed=self.collapsed ^ {key})
-
-
-def _replace(view: TreeView, **changes: Any) -> TreeView:
-    from dataclasses import replace
-
-    return replace(view, **changes)
+        return replace(self, collapsed=self.collapsed ^ {key})
 
 
 @dataclass(frozen=True)
@@ -109,6 +103,9 @@ class Tree:
     arms: Mapping[int, Sequence[ArmRow]]  # by sweep id
     attempts: Mapping[int, Sequence[AttemptRow]]  # by arm id, oldest first
     verdicts: Mapping[int, str]
+    _built: list[tuple[TreeRow, list[tuple[TreeRow, list[TreeRow]]]]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     @classmethod
     def of(
@@ -141,11 +138,11 @@ class Tree:
             live=attempt.live, sweep_id=arm.sweep_id, arm_id=arm.id, attempt_id=attempt.id,
         )  # fmt: skip
 
-    def arm_row(self, arm: ArmRow) -> TreeRow | None:
+    def arm_row(self, arm: ArmRow, last: TreeRow | None = None) -> TreeRow | None:
         attempts = self.attempts.get(arm.id, [])
         if not attempts:
             return None
-        last = self.attempt_row(attempts[-1], arm)
+        last = last or self.attempt_row(attempts[-1], arm)
         return TreeRow(
             kind="arm", key=arm_ref(arm.id), level=1, name=arm.name, cluster=last.cluster, job=last.job,
             state=last.state, category=last.category, reason=last.reason, submitted=attempts[0].submit_time,
@@ -157,7 +154,7 @@ class Tree:
     def sweep_row(self, sweep: SweepRow, arm_rows: Sequence[TreeRow]) -> TreeRow:
         counts = count(arm_rows)
         worst = min(arm_rows, key=lambda r: _RANK.get(r.category, 9)).category if arm_rows else "done"
-        state = " ".join(f"{n} {c}" for c, n in counts.items() if n) or "empty"
+        state = ", ".join(f"{n} {c}" for c, n in counts.items() if n) or "empty"
         starts = [r.started for r in arm_rows if r.started is not None]
         ends = [r.ended for r in arm_rows if r.ended is not None]
         live = any(r.live for r in arm_rows)
@@ -169,18 +166,26 @@ class Tree:
             sweep_id=sweep.id, children=len(arm_rows),
         )  # fmt: skip
 
-    def rows(self, view: TreeView = TreeView()) -> list[TreeRow]:
-        """The rows to show, in order: each sweep, its arms (those the filter keeps), each arm's attempts."""
-        out: list[tuple[TreeRow, list[tuple[TreeRow, list[TreeRow]]]]] = []
+    def _build(self) -> list[tuple[TreeRow, list[tuple[TreeRow, list[TreeRow]]]]]:
+        """Every row once (a tree is built per event: the rows and the summary share this)."""
+        if self._built is not None:
+            return self._built
+        built: list[tuple[TreeRow, list[tuple[TreeRow, list[TreeRow]]]]] = []
         for sweep in self.sweeps:
             arms: list[tuple[TreeRow, list[TreeRow]]] = []
             for arm in self.arms.get(sweep.id, []):
-                arm_row = self.arm_row(arm)
-                if arm_row is None:
-                    continue
                 attempts = [self.attempt_row(a, arm) for a in self.attempts.get(arm.id, [])]
-                arms.append((arm_row, attempts))
-            sweep_row = self.sweep_row(sweep, [a for a, _ in arms])
+                arm_row = self.arm_row(arm, attempts[-1] if attempts else None)
+                if arm_row is not None:
+                    arms.append((arm_row, attempts))
+            built.append((self.sweep_row(sweep, [a for a, _ in arms]), arms))
+        object.__setattr__(self, "_built", built)
+        return built
+
+    def rows(self, view: TreeView = TreeView()) -> list[TreeRow]:
+        """The rows to show, in order: each sweep, its arms (those the filter keeps), each arm's attempts."""
+        out: list[tuple[TreeRow, list[tuple[TreeRow, list[TreeRow]]]]] = []
+        for sweep_row, arms in self._build():
             shown = [(a, kids) for a, kids in arms if view.state_filter in ("all", a.category)]
             if shown or view.state_filter == "all":
                 out.append((sweep_row, shown))
@@ -199,8 +204,7 @@ class Tree:
 
     def summary(self) -> dict[str, int]:
         """Arms by category (each arm as its last attempt), over every sweep."""
-        rows = [r for sweep in self.sweeps for arm in self.arms.get(sweep.id, []) if (r := self.arm_row(arm))]
-        return count(rows)
+        return count([arm_row for _, arms in self._build() for arm_row, _ in arms])
 
 
 def count(rows: Collection[TreeRow]) -> dict[str, int]:

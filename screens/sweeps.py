@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from console.describe import clock_label, duration_label
 from console.events import AgentChanged, AttemptChanged, ClusterChanged, Triaged
 from console.session import Session
-from console.store import AttemptRow
+from console.store import ArmRow, AttemptRow, SweepRow
 from console.sweeptree import SORT_KEYS, TreeRow, TreeView, summary_label
 from screens.dialogs import ConfirmDialog
 from screens.messages import CoreUpdate, ReportsWorkerErrors
@@ -77,6 +77,12 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         self.rows: dict[str, TreeRow] = {}
         self._order: list[str] = []
         self._attempts: dict[int, AttemptRow] = {}
+        # Sweeps and arms held here (they change only when something is launched): an event
+        # rebuilds the tree from held rows, without reading the store.
+        self._sweeps: list[SweepRow] = []
+        self._arms: list[ArmRow] = []
+        self._arm_ids: set[int] = set()
+        self._tree_pending = False
         self.refills = 0  # times the table was refilled (rows changed), not merely updated
         self._request: tuple[str | None, str] | None = None  # from the command palette, done once shown
 
@@ -130,11 +136,19 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
 
     def _reload(self) -> None:
         self._attempts = {a.id: a for a in self.session.attempts()}
+        self._reload_arms()
         self._show_tree()
         self._show_clusters()
 
+    def _reload_arms(self) -> None:
+        self._sweeps = self.session.sweeps()
+        self._arms = self.session.all_arms()
+        self._arm_ids = {a.id for a in self._arms}
+
     def _show_tree(self) -> None:
-        tree = self.session.tree()
+        if any(a.arm_id not in self._arm_ids for a in self._attempts.values()):
+            self._reload_arms()  # a new sweep or arm: launched, adopted or rerun meanwhile
+        tree = self.session.tree(sweeps=self._sweeps, arms=self._arms, attempts=list(self._attempts.values()))
         rows = tree.rows(self.view)
         table = self.query_one(DataTable)
         keys = [r.key for r in rows]
@@ -156,6 +170,17 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         self.rows = {r.key: r for r in rows}
         self._order = keys
         self._show_summary(tree.summary())
+
+    def _schedule_tree(self) -> None:
+        """One rebuild for a burst of events (a poll that changed many attempts)."""
+        if not self._tree_pending:
+            self._tree_pending = True
+            self.call_later(self._flush_tree)
+
+    def _flush_tree(self) -> None:
+        self._tree_pending = False
+        if self.is_mounted:
+            self._show_tree()
 
     def _cells(self, row: TreeRow) -> dict[str, Any]:
         indent = "  " * row.level
@@ -213,12 +238,12 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         event = message.event
         if isinstance(event, AttemptChanged):
             self._attempts[event.attempt.id] = event.attempt
-            self._show_tree()
+            self._schedule_tree()
         elif isinstance(event, Triaged):
             previous = self.rows.get(next((k for k, r in self.rows.items() if r.attempt_id == event.attempt_id), ""))
             doomed = event.diagnosis.verdict == "doomed"
             if previous is not None and (previous.category == "doomed") != doomed:
-                self._show_tree()
+                self._schedule_tree()
         elif isinstance(event, ClusterChanged | AgentChanged):
             self._show_clusters()
 

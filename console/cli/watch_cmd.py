@@ -23,7 +23,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
         attempts = resolve_attempts(ctx.store, args.target)
     except CliError as exc:
         return fail(str(exc), code=exc.code)
-    printer = _Printer(args.json, {a.id: attempt_ref(a.arm_id, a.number) for a in attempts})
+    printer = _Printer(
+        args.json, {a.id: attempt_ref(a.arm_id, a.number) for a in attempts}, {a.id for a in attempts if a.simulated}
+    )
 
     verdicts: list[str] = []
 
@@ -65,9 +67,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
 class _Printer:
     """One line per event: readable, or one JSON object per line with --json."""
 
-    def __init__(self, as_json: bool, refs: dict[int, str]) -> None:
+    def __init__(self, as_json: bool, refs: dict[int, str], simulated: set[int] | None = None) -> None:
         self.as_json = as_json
         self.refs = refs
+        self.simulated = simulated or set()  # attempts of the demo launcher
         self._stage: dict[int, tuple[str, str]] = {}
         self._verdict: dict[int, tuple[str, str | None, bool]] = {}
         self._seen: set[tuple[int, str, str | None, str | None]] = set()
@@ -83,7 +86,9 @@ class _Printer:
         if isinstance(event, AttemptChanged) and event.attempt.id in self.refs:
             a = event.attempt
             reason = f" ({a.reason})" if a.reason else ""
-            self._out(a.id, "state", f"{a.state}{reason} job {a.job_id}", {"state": a.state, "reason": a.reason})
+            sim = " [simulated]" if a.simulated else ""
+            self._out(a.id, "state", f"{a.state}{reason} job {a.job_id}{sim}",
+                      {"state": a.state, "reason": a.reason, "simulated": a.simulated})  # fmt: skip
         elif isinstance(event, Triaged) and event.attempt_id in self.refs:
             snap = event.snapshot
             stage = (snap.stage.value, snap.readiness.label)
@@ -112,7 +117,14 @@ class _Printer:
         elif isinstance(event, PointArrived) and event.attempt_id in self.refs:
             p = event.point
             tput = f"{p.output_tok_s:.0f} tok/s" if p.output_tok_s is not None else ""
-            self._out(event.attempt_id, "point", f"c={p.concurrency} {p.status} {tput}", p.to_json())
+            simulated = event.attempt_id in self.simulated
+            doc = {**p.to_json(), "simulated": simulated}
+            self._out(
+                event.attempt_id,
+                "point",
+                f"c={p.concurrency} {p.status} {tput}" + (" [simulated]" if simulated else ""),
+                doc,
+            )
         elif isinstance(event, AgentChanged):
             self._out(None, "follow", f"{event.cluster}: {event.status.state.value} {event.status.message}",
                       {"cluster": event.cluster, "state": event.status.state.value})  # fmt: skip

@@ -20,7 +20,9 @@ from console.signatures import Matcher, default_matcher
 from console.stages import SWEEP_LOG_RE
 
 VERDICT_CLASSES = {v: f"-{v}" for v in ("healthy", "degraded", "failed", "doomed")}
-FINDING_COLUMNS = ("sev", "count", "signature", "worker", "first at")
+# Where first comes before the worker (a file name says its worker too): in a narrow panel the
+# line number stays in view.
+FINDING_COLUMNS = ("sev", "count", "signature", "first at", "worker")
 _SEVERITY_ORDER = {"fatal": 0, "error": 1, "warning": 2}
 
 
@@ -169,8 +171,8 @@ class FindingsPanel(Vertical):
                 "sev": Text(row.severity, self._severity_style(row.severity)),
                 "count": Text(str(row.count), justify="right"),
                 "signature": Text(row.signature),
-                "worker": Text(row.worker),
                 "first at": Text(_where(row.first)),
+                "worker": Text(row.worker),
             }
             old = self.rows.get(row.key)
             self.rows[row.key] = row

@@ -8,15 +8,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.command import CommandPalette
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from console.clusters import local_profile
 from console.engine import Engine
+from console.events import Notice
 from console.rerun import RerunPlan, SweepRerun
 from console.scheduler import JobState, JobStatus
 from console.store import Store
 from screens.app import make_app
-from screens.dialogs import LaunchDialog, SweepRerunDialog
+from screens.dialogs import LaunchDialog, PathDialog, SweepRerunDialog
 from screens.sweeps import SweepsScreen
 from screens.widgets.recipe_tree import RecipeTree
 from tests.conftest import RECIPES
@@ -110,3 +113,40 @@ def test_rerun_failed_dialog_snapshot(snap_compare, stored: Engine) -> None:  # 
         await pilot.pause()
 
     assert snap_compare(make_app([], engine=stored), terminal_size=(110, 30), run_before=run_before)
+
+
+def test_export_dialog_snapshot(snap_compare, stored: Engine) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot: Pilot[None]) -> None:
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SweepsScreen))
+        await wait_for(pilot, lambda: pilot.app.screen.query_one("DataTable").row_count == 8)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, PathDialog))
+        pilot.app.screen.query_one(Input).value = "/srv/exports"  # the default is a temporary path here
+        await pilot.pause()
+
+    assert snap_compare(make_app([], engine=stored), terminal_size=(100, 24), run_before=run_before)
+
+
+def test_command_palette_snapshot(snap_compare, stored: Engine) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot: Pilot[None]) -> None:
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
+        await pilot.press(*"rerun")
+        await pilot.pause(0.5)
+        await pilot.pause()
+
+    assert snap_compare(make_app([], engine=stored), terminal_size=(100, 24), run_before=run_before)
+
+
+def test_notice_toast_snapshot(snap_compare, stored: Engine) -> None:  # type: ignore[no-untyped-def]
+    notice = Notice("attempt_doomed", "error", "a3.1 is doomed: ZMQ endpoint already bound [zmq-bind-in-use]",
+                    "s1", "a3", "a3.1", "RUNNING")  # fmt: skip
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SweepsScreen))
+        pilot.app._on_core_event(notice)  # type: ignore[attr-defined]
+        await pilot.pause()
+
+    assert snap_compare(make_app([], engine=stored), terminal_size=(120, 20), run_before=run_before)

@@ -262,3 +262,18 @@ def test_results_screen_snapshot(snap_compare, tmp_path: Path) -> None:  # type:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(160, 36), run_before=open_results)
+
+
+def test_results_screen_at_80x24(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """At 80 columns the plot goes below the tables; `conc` stays the first column in view."""
+    engine, sweep = _stored_sweep(tmp_path)
+    app = make_app([DEMO], engine=engine)
+
+    async def open_results(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.app.push_screen(ResultsScreen(pilot.app.session, sweep))
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.loaded)
+        await wait_for(pilot, lambda: str(screen.table(1).get_cell("16", "status")) == "done")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_results)

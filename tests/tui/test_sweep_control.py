@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from textual.command import CommandPalette
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 
 from console.clusters import local_profile
 from console.engine import Engine
@@ -15,7 +15,7 @@ from console.store import Store
 from screens.app import SrtConsole, make_app
 from screens.attempt import AttemptScreen
 from screens.commands import console_commands
-from screens.dialogs import SweepRerunDialog
+from screens.dialogs import PathDialog, SweepRerunDialog
 from screens.results import ResultsScreen
 from screens.sweeps import SweepsScreen
 from tests.conftest import RECIPES
@@ -92,6 +92,22 @@ async def test_filter_sort_fold_and_rerun_failed(engine: Engine) -> None:
         await wait_for(pilot, lambda: len(engine.store.attempts(2)) == 2, timeout=30)
         assert len(engine.store.attempts(3)) == 1 and len(engine.store.attempts(1)) == 1
         await wait_for(pilot, lambda: "a2.2" in keys(table), timeout=30)
+
+
+async def test_export_asks_where_from_the_sweeps_screen(engine: Engine, tmp_path: Path) -> None:
+    await _one_sweep(engine)
+    app = make_app([DEMO], engine=engine)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("s")
+        await wait_for(pilot, showing(pilot, SweepsScreen))
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, PathDialog))
+        field = app.screen.query_one(Input)
+        assert field.value == str(engine.data_dir.parent / "data-exports")  # beside the data dir, shown
+        field.value = str(tmp_path / "chosen")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(list((tmp_path / "chosen").glob("srt-results-s1-*.json"))) == 1, timeout=30)
+        assert any("Exported" in n.message for n in app._notifications)
 
 
 async def test_notices_ring_the_bell_on_any_screen(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,6 +57,9 @@ async def test_launch_quick_and_watch_it_complete(engine: Engine) -> None:
         assert table.row_count == 3 and app.screen.refills == refills  # updated in place, never refilled
         assert {"PENDING", "RUNNING"} & seen
         assert cell(table, "a1", "name") == "demo-quick" and cell(table, "s1", "state") == "1 done"
+        # Columns are as wide as their content (never COMPLET or NonZer).
+        widths = {c.key.value: c.get_render_width(table) for c in table.columns.values()}
+        assert widths["state"] >= len("COMPLETED sim") and widths["submitted"] >= len("12-01 11:25:34")
         # The scheduler's own times: started and ended are filled in, elapsed counts between them.
         assert cell(table, key, "started") != "-" and cell(table, key, "ended") != "-"
 

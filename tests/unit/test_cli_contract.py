@@ -145,3 +145,19 @@ def test_an_export_with_nothing_done_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(NothingToExport, match="nothing to export: no point of s3 has a result yet"):
         write_export(tmp_path / "out", "s3", [{"concurrency": 4, "status": "missing"}])
     assert not (tmp_path / "out").exists()
+
+
+def test_watch_marks_simulated_points_and_exits_by_the_verdict(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["launch", str(DEMO / "quick.yaml"), "--yes"]) == 0
+    capsys.readouterr()
+    assert main(["watch", "s1", "--json"]) == 0  # completed: healthy
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    points = [e for e in events if e["event"] == "point"]
+    assert points and all(e["simulated"] for e in points)
+    assert any(e["event"] == "state" and e["simulated"] for e in events)
+    assert main(["launch", str(DEMO / "oom-graph-capture.yaml"), "--yes"]) == 0
+    capsys.readouterr()
+    assert main(["watch", "s2"]) == 1  # failed: non-zero for scripts
+    assert "final" in capsys.readouterr().out

@@ -44,7 +44,7 @@ def test_rows_nest_sweep_arm_attempts_and_arms_stand_for_their_last_attempt(tmp_
     ]  # fmt: skip
     by_key = {r.key: r for r in rows}
     assert (by_key["a2"].state, by_key["a2"].category, by_key["a2"].children) == ("RUNNING", "running", 2)
-    assert by_key["s1"].state == "1 running 1 failed 1 done"
+    assert by_key["s1"].state == "1 running, 1 failed, 1 done"
     assert by_key["a4"].simulated and by_key["s2"].simulated and not by_key["s1"].simulated
     # The scheduler's times, not when the console noticed.
     assert (by_key["a1.1"].started, by_key["a1.1"].ended, by_key["a1.1"].elapsed) == (1001.0, 2001.0, 1000.0)
