@@ -18,6 +18,7 @@ from console.events import CoreEvent, Notice, TrackingError
 from console.model import Recipe
 from console.monitor import Monitor
 from console.paths import asset
+from console.sanitize import clean_line
 from console.session import POLL_INTERVAL_S, ConfigError, Session
 from console.store import StoreError
 from screens.commands import ConsoleCommands
@@ -94,8 +95,8 @@ class SrtConsole(App[None]):
             severity: SeverityLevel = (
                 "error" if event.severity == "error" else "warning" if event.severity == "warning" else "information"
             )
-            self.notify(event.text, title=_NOTICE_TITLES.get(event.kind, "srt-console"), severity=severity,
-                        timeout=12)  # fmt: skip
+            self.notify(clean_line(event.text, 300), title=_NOTICE_TITLES.get(event.kind, "srt-console"),
+                        severity=severity, timeout=12, markup=False)  # fmt: skip
             self.bell()
             self.notices.append(event)
         if isinstance(event, TrackingError):

@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from console.rerun import SweepRerun
+from console.sanitize import clean_line
 from screens.launch_dialog import LaunchDialog
 
 __all__ = ["ConfirmDialog", "InfoDialog", "LaunchDialog", "PathDialog", "SweepRerunDialog"]
@@ -99,7 +100,8 @@ class SweepRerunDialog(ModalScreen[str | None]):
         plan = self.plan
         with Vertical(id="dialog"):
             yield Label(Text(f"Rerun every failed arm of s{plan.sweep_id}?"), id="dialog-title")
-            yield Static(Text(plan.describe()), id="plan")
+            body = "\n".join(clean_line(line, 400) for line in plan.describe().splitlines())
+            yield Static(Text(body), id="plan")
             toggle = "leave out" if plan.include_deterministic else "include"
             with Horizontal(id="buttons"):
                 if plan.plans:

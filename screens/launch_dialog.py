@@ -27,6 +27,7 @@ from console.launch_plan import ArmPlan, settings_label
 from console.model import Arm, Recipe
 from console.recipes import load_recipe
 from console.recipes.flavours import describe
+from console.sanitize import clean_line
 from console.session import Session
 from screens.messages import ReportsWorkerErrors
 
@@ -50,10 +51,18 @@ def arm_problems(check: ArmCheck) -> list[str]:
     lines = list(check.problems)
     plan = check.plan
     if plan is not None and plan.verdict in ("refused", "differs"):
-        lines += [d.strip() for d in plan.detail.split(";") if d.strip()] or [plan.verdict]
+        # Cleaned before it is split: a control sequence is removed whole, never cut in two.
+        detail = " ".join(clean_line(line, 2000) for line in plan.detail.splitlines())
+        lines += [d.strip() for d in detail.split("; ") if d.strip()] or [plan.verdict]
     if check.preflight is not None and not check.preflight[0]:
-        lines.append(f"preflight: {check.preflight[1].splitlines()[-1] if check.preflight[1] else 'failed'}")
-    return lines
+        lines.append(f"preflight: {_last_line(check.preflight[1]) or 'failed'}")
+    # The cluster's words are untrusted: shown inert, one line each.
+    return [clean_line(line, 600) for line in lines]
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return clean_line(lines[-1], 300) if lines else ""
 
 
 _VERDICTS = {
@@ -86,7 +95,7 @@ def arm_text(check: ArmCheck, launcher: str) -> Text:
         text.append("    demo launcher: simulated (the demo engine, not hardware)\n", style="italic")
     if check.preflight is not None:
         ok, words = check.preflight
-        last = words.strip().splitlines()[-1] if words.strip() else ""
+        last = _last_line(words)
         text.append(f"    preflight: {'passed' if ok else 'FAILED'}{': ' + last if last else ''}\n",
                     style="green" if ok else "bold red")  # fmt: skip
     for problem in arm_problems(check):

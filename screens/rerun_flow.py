@@ -78,7 +78,7 @@ async def rerun_failed_from_screen(screen: Screen[Any], session: Session, sweep_
         try:
             plan: SweepRerun = await session.plan_failed_reruns(sweep_id, include_deterministic=include)
         except Exception as exc:
-            screen.notify(f"Not rerun: {type(exc).__name__}: {exc}", severity="error", timeout=8)
+            screen.notify(f"Not rerun: {type(exc).__name__}: {exc}", severity="error", timeout=8, markup=False)
             return []
         answer = await screen.app.push_screen_wait(SweepRerunDialog(plan))
         if answer == "toggle":
@@ -92,7 +92,7 @@ async def rerun_failed_from_screen(screen: Screen[Any], session: Session, sweep_
         try:
             rows.append(await session.rerun(arm_plan))
         except (RerunRefused, LaunchRefused) as exc:
-            screen.notify(f"Not rerun: {exc}", severity="error", timeout=8)
+            screen.notify(f"Not rerun: {exc}", severity="error", timeout=8, markup=False)
     failed = [r for r in rows if not r.job_id]
     screen.notify(
         f"s{sweep_id}: {len(rows) - len(failed)} rerun(s) submitted"
@@ -129,8 +129,8 @@ async def _export(screen: Screen[Any], session: Session, sweep_id: int, director
     try:
         paths = await export_sweep(session, sweep_id, directory)
     except NothingToExport as exc:
-        screen.notify(str(exc).capitalize(), severity="warning")
+        screen.notify(str(exc).capitalize(), severity="warning", markup=False)
     except Exception as exc:
-        screen.notify(f"export failed: {exc}", severity="error")
+        screen.notify(f"export failed: {exc}", severity="error", markup=False)
     else:
-        screen.notify("Exported " + " and ".join(str(p) for p in paths), timeout=10)
+        screen.notify("Exported " + " and ".join(str(p) for p in paths), timeout=10, markup=False)

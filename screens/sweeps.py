@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from console.describe import clock_label, duration_label
 from console.events import AgentChanged, AttemptChanged, ClusterChanged, Triaged
+from console.sanitize import clean_line
 from console.session import Session
 from console.store import ArmRow, AttemptRow, SweepRow
 from console.sweeptree import SORT_KEYS, TreeRow, TreeView, summary_label
@@ -194,14 +195,15 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
             "id": Text(f"{indent}{fold}{row.key}", style="bold" if row.kind == "sweep" else ""),
             "state": state,
             "elapsed": Text(duration_label(row.elapsed) if row.kind != "sweep" else "", justify="right"),
-            "name": Text(row.name, style="bold" if row.kind == "sweep" else ""),
+            "name": Text(clean_line(row.name, 200), style="bold" if row.kind == "sweep" else ""),
             "job": row.job,
-            "reason": Text(row.reason),
+            # The scheduler's and the launcher's words: untrusted, shown inert.
+            "reason": Text(clean_line(row.reason, 300)),
             "submitted": clock_label(row.submitted, date=True),
             "started": clock_label(row.started),
             "ended": clock_label(row.ended),
             "cluster": row.cluster,
-            "nodes": Text(row.nodes),
+            "nodes": Text(clean_line(row.nodes, 200)),
         }
 
     def _style(self, category: str) -> Any:

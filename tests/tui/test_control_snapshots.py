@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -133,7 +133,10 @@ def test_command_palette_snapshot(snap_compare, stored: Engine) -> None:  # type
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
         await pilot.press(*"rerun")
-        await pilot.pause(0.5)
+        # The palette searches in the background: wait until every matching command is listed.
+        listed = pilot.app.screen.query_one(CommandList)
+        await wait_for(pilot, lambda: listed.option_count >= 5)
+        await pilot.pause(0.3)
         await pilot.pause()
 
     assert snap_compare(make_app([], engine=stored), terminal_size=(100, 24), run_before=run_before)

@@ -154,3 +154,28 @@ async def test_marked_recipes_launch_together(session: Session) -> None:
         await session.cancel(session.store.attempts(live=True))
         await wait_for(pilot, showing(pilot, SweepsScreen), timeout=30)
         await pilot.pause()
+
+
+async def test_the_clusters_words_are_shown_inert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """srtctl's refusal is the cluster's text: terminal controls removed, markup kept as text."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    hostile = tmp_path / "srtctl"
+    hostile.write_text("#!/bin/sh\nprintf '\\033]0;pwned\\007\\033[2J[bold red]no such partition[/]\\n' >&2\nexit 1\n")
+    hostile.chmod(0o755)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"clusters:\n  site:\n    launcher: srtctl\n    scheduler: slurm\n    srt_slurm: {checkout}\n"
+        f"    srtctl: {hostile}\n    workdir: {tmp_path / 'work'}\n"
+    )
+    data = tmp_path / "data"
+    profiles, _ = load_profiles(load_config(config), data)
+    session = Session.of(Engine(Store(data / "console.sqlite3"), profiles, data), "site")
+    app = make_app([DEMO], session=session)
+    async with app.run_test(size=(140, 45)) as pilot:
+        dialog = await open_dialog(app, pilot, DEMO / "quick.yaml")
+        await wait_for(pilot, lambda: dialog.planned, timeout=60)
+        text = plan_text(app)
+        assert "srtctl dry-run: REFUSED" in text and "[bold red]no such partition[/]" in text
+        assert "\x1b" not in text and "\x07" not in text and "pwned" not in text, repr(text)
+        await pilot.press("escape")

@@ -122,7 +122,9 @@ def test_each_screen_fits(term: Terminal) -> None:
     term.press("s", "p")
     text = showing(term, RESULTS_TITLE, also=lambda t: "conc" in t and "tok/s/user" in t, what="results and plot")
     assert "SIMULATED" in text and "●" in text  # marked; the arm's marker in the plot
-    term.press("escape", "escape")
+    term.press("escape")
+    showing(term, SWEEPS_TITLE, also=SCREENS["sweeps"][1], what="the sweeps screen again")
+    term.press("escape")
     showing(term, RECIPES_TITLE, also=lambda t: "quick.yaml" in t)
 
 
@@ -145,7 +147,7 @@ def test_the_log_opens_in_the_pager_and_the_screen_comes_back(tmp_path: Path) ->
         term.press("v")
         term.wait(lambda _: got.is_file() and got.stat().st_size > 0, "the pager to get the file")
         path, _, text = got.read_text().partition("\n")
-        assert path.endswith(".log") and path.startswith(str(tmp_path / "data")) and text.strip()
+        assert "/logs/" in path and path.startswith(str(tmp_path / "data")) and text.strip()  # the file itself
         showing(term, ATTEMPT_TITLE, also=lambda t: "lines 1" in t, what="the attempt screen, redrawn")
     finally:
         term.close()
