@@ -15,10 +15,10 @@ from console.store import Store
 from screens.app import SrtConsole, make_app
 from screens.attempt import AttemptScreen
 from screens.commands import console_commands
-from screens.dialogs import PathDialog, SweepRerunDialog
+from screens.dialogs import InfoDialog, PathDialog, SweepRerunDialog
 from screens.results import ResultsScreen
 from screens.sweeps import SweepsScreen
-from tests.conftest import RECIPES
+from tests.conftest import RECIPES, ROOT
 from tests.tui.helpers import showing, wait_for
 
 DEMO = RECIPES / "demo"
@@ -101,7 +101,7 @@ async def test_export_asks_where_from_the_sweeps_screen(engine: Engine, tmp_path
         await pilot.press("s")
         await wait_for(pilot, showing(pilot, SweepsScreen))
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, PathDialog))
+        await wait_for(pilot, showing(pilot, PathDialog))
         field = app.screen.query_one(Input)
         assert field.value == str(engine.data_dir.parent / "data-exports")  # beside the data dir, shown
         field.value = str(tmp_path / "chosen")
@@ -147,3 +147,20 @@ async def test_the_command_palette_offers_the_consoles_commands(engine: Engine) 
         await pilot.pause(0.5)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen), timeout=20)
+
+
+async def test_scan_a_folder_from_the_palette(engine: Engine) -> None:
+    seed_logs = ROOT / "tests" / "data" / "logs" / "seed-39443"
+    app = make_app([DEMO], engine=engine)
+    async with app.run_test(size=(140, 40)) as pilot:
+        (scan,) = [run for text, _, run in console_commands(app) if text == "Scan a folder of logs"]
+        scan()
+        await wait_for(pilot, showing(pilot, PathDialog))
+        app.screen.query_one(Input).value = str(seed_logs)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, InfoDialog), timeout=30)
+        dialog = app.screen
+        assert isinstance(dialog, InfoDialog) and dialog.heading == f"Scan of {seed_logs}: failed"
+        assert "zmq-bind-in-use" in dialog.body
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, InfoDialog))
