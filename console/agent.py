@@ -19,7 +19,8 @@ Commands (stdin), one JSON object per line:
   Watching a dir again updates its settings; files already followed keep their positions.
 - ``{"op": "unwatch", "dir": D}``
 - ``{"op": "read", "id": N, "dir": D?, "file": F, "offset": O, "length": L}``: a range of a file
-  (``F`` relative to ``D``, or absolute). Negative ``O`` counts from the end.
+  (``F`` relative to ``D``, or absolute). Negative ``O`` counts from the end. With ``D``, the
+  file must resolve inside ``D`` (or the results dir of a watch of ``D``).
 - ``{"op": "head_tail", "id": N, "dir": D?, "file": F, "head": H, "tail": T}``
 - ``{"op": "ping", "id": N}``
 
@@ -38,6 +39,8 @@ newline follow (a reader that does not find the newline is out of step and must 
   One record holds at most ``MAX_HITS`` lines (``MAX_HIT_BYTES`` of text); a backlog takes several.
 - ``truncated|rotated {dir, file, size, ino}``: the file shrank or was replaced; it restarts at 0.
 - ``gone {dir, file}``: the file disappeared.
+- ``skipped {dir, file, reason}``: a file that is not read (a symbolic link out of the watched dirs,
+  a loop, a special file), once per file.
 - ``result {dir, file, size, head_len, head_is_whole, seen, len}`` + head bytes then tail bytes:
   a result file appeared or changed (at most once a second). Result files are never streamed.
 - ``reply {id, ...}`` (+ bytes) for read/head_tail/ping; ``reply {id, error, errno}`` on failure.
@@ -52,6 +55,7 @@ import os
 import platform
 import re
 import socket
+import stat
 import sys
 import threading
 import time
@@ -284,8 +288,13 @@ class Watch:
         self.dir = str(cmd["dir"])  # as the console names it (records carry this)
         self.root = os.path.expanduser(self.dir)  # where it is
         self.files: Dict[str, Tracked] = {}
+        self.skipped: Set[str] = set()  # reported once each
         self.next_discover = 0.0
         self.update(cmd)
+
+    def roots(self) -> List[str]:
+        """Where this watch's files may be: the job dir and the results dir."""
+        return [self.root] + ([self.results] if self.results else [])
 
     def update(self, cmd: Dict[str, Any]) -> None:
         results = cmd.get("results")
@@ -314,15 +323,21 @@ class Watch:
         if now < self.next_discover:
             return
         self.next_discover = now + DISCOVER_S
-        for name, path, parts in listing(self.root, "logs", 2):
+        skipped: List[Tuple[str, str]] = []
+        for name, path, parts in listing(self.root, "logs", 2, skipped):
             if parts and name.endswith(LOG_SUFFIXES):
                 self.add(path, "log")
             elif result_kind(name, result_place(parts, False)) is not None:
                 self.add(path, "result")
         if self.results:
-            for name, path, parts in listing(self.results, "fixed-seq", 1):
+            for name, path, parts in listing(self.results, "fixed-seq", 1, skipped):
                 if result_kind(name, result_place(parts, True)) is not None:
                     self.add(path, "result")
+        for path, reason in skipped:
+            rel = os.path.relpath(path, self.root)
+            if rel not in self.skipped:
+                self.skipped.add(rel)
+                self.agent.out.send({"t": "skipped", "dir": self.dir, "file": rel, "reason": reason})
 
     def add(self, path: str, kind: str) -> None:
         rel = os.path.relpath(path, self.root)
@@ -345,7 +360,7 @@ class Watch:
         """Open the file; None when it is gone or unreadable (reported once)."""
         t.close()
         try:
-            t.fd = os.open(t.path, os.O_RDONLY)
+            t.fd = open_regular(t.path, self.roots())
             st = os.fstat(t.fd)
         except OSError as exc:
             t.close()
@@ -528,7 +543,7 @@ class Watch:
                 # stat() may answer from a network filesystem's attribute cache (NFS: seconds);
                 # opening the file makes the client ask the server (close-to-open consistency).
                 t.next_revalidate = now + REVALIDATE_S
-                fd = os.open(t.path, os.O_RDONLY)
+                fd = open_regular(t.path, self.roots())
                 try:
                     st: Optional[os.stat_result] = os.fstat(fd)
                 finally:
@@ -607,7 +622,7 @@ class Watch:
             t.next_poll = t.result_sent + RESULT_MIN_INTERVAL_S
             return False
         try:
-            head, tail, size, whole = head_tail(t.path, RESULT_HEAD, RESULT_TAIL)
+            head, tail, size, whole = head_tail(t.path, RESULT_HEAD, RESULT_TAIL, self.roots())
         except OSError:
             return False
         if t.result_size < 0:
@@ -642,10 +657,47 @@ class Watch:
         return busy
 
 
-def listing(root: str, into: str, depth: int) -> List[Tuple[str, str, List[str]]]:
+def inside(path: str, roots: List[str]) -> bool:
+    """Whether ``path`` (already resolved) is one of ``roots`` (resolved) or below one."""
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def open_regular(path: str, roots: Optional[List[str]] = None) -> int:
+    """A read-only descriptor of the regular file ``path``; OSError for anything else.
+
+    The path is resolved first and, with ``roots``, must stay inside one of them (a symbolic
+    link out of a job's dir is refused); the resolved path is then opened without following a
+    link (one swapped in meanwhile is refused) and without blocking (a FIFO never hangs us)."""
+    real = os.path.realpath(path)
+    if roots is not None and not inside(real, [os.path.realpath(r) for r in roots]):
+        raise OSError(errno.EACCES, "outside the watched dirs (a symbolic link to " + real + ")", path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(real, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def listing(
+    root: str, into: str, depth: int, skipped: Optional[List[Tuple[str, str]]] = None
+) -> List[Tuple[str, str, List[str]]]:
     """(name, path, dirs below ``root``) of the regular files in ``root`` and in its subdir
-    ``into`` down to ``depth`` levels below ``root``: where logs and result files live."""
+    ``into`` down to ``depth`` levels below ``root``: where logs and result files live.
+
+    Nothing outside ``root`` is listed: a symbolic link is followed only when it resolves
+    inside ``root``. An entry that cannot be listed (a loop, a link out, a special file) is
+    left out and, with ``skipped``, reported there as (path, reason); the rest is listed."""
     found: List[Tuple[str, str, List[str]]] = []
+    real_root = os.path.realpath(root)
+
+    def skip(path: str, reason: str) -> None:
+        if skipped is not None:
+            skipped.append((path, reason))
 
     def scan(directory: str, parts: List[str]) -> None:
         try:
@@ -654,20 +706,33 @@ def listing(root: str, into: str, depth: int) -> List[Tuple[str, str, List[str]]
             return
         for entry in entries:
             try:
-                if entry.is_file():
+                if entry.is_symlink():
+                    real = os.path.realpath(entry.path)
+                    if not inside(real, [real_root]):
+                        skip(entry.path, "a symbolic link out of " + root)
+                        continue
+                    st = os.stat(entry.path)
+                    is_file, is_dir = stat.S_ISREG(st.st_mode), stat.S_ISDIR(st.st_mode)
+                else:
+                    is_file, is_dir = entry.is_file(follow_symlinks=False), entry.is_dir(follow_symlinks=False)
+                if is_file:
                     found.append((entry.name, entry.path, parts))
-                elif entry.is_dir() and (entry.name == into if not parts else len(parts) < depth):
+                elif is_dir and (entry.name == into if not parts else len(parts) < depth):
                     scan(entry.path, [*parts, entry.name])
-            except OSError:
-                continue
+                elif not is_dir and entry.name.endswith((*LOG_SUFFIXES, ".json")):
+                    skip(entry.path, "not a regular file")
+            except OSError as exc:
+                skip(entry.path, exc.strerror or str(exc))
 
     scan(root, [])
     return found
 
 
-def head_tail(path: str, head_bytes: int, tail_bytes: int) -> Tuple[bytes, bytes, int, bool]:
+def head_tail(
+    path: str, head_bytes: int, tail_bytes: int, roots: Optional[List[str]] = None
+) -> Tuple[bytes, bytes, int, bool]:
     """(head, tail, size, head_is_whole): the head stops early after the ``"input_lens"`` key."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_regular(path, roots)
     try:
         head = b""
         while len(head) < head_bytes:
@@ -706,12 +771,17 @@ class Agent:
             pass
         self.commands.put(None)
 
-    def path_of(self, cmd: Dict[str, Any]) -> str:
+    def path_of(self, cmd: Dict[str, Any]) -> Tuple[str, Optional[List[str]]]:
+        """The file a command names, and the dirs it must stay in (None: any, no ``dir`` given)."""
         path = os.path.expanduser(str(cmd["file"]))
         directory = cmd.get("dir")
-        if directory and not os.path.isabs(path):
-            path = os.path.join(os.path.expanduser(str(directory)), path)
-        return path
+        if not directory:
+            return path, None
+        root = os.path.expanduser(str(directory))
+        if not os.path.isabs(path):
+            path = os.path.join(root, path)
+        watch = self.watches.get(str(directory))
+        return path, watch.roots() if watch is not None else [root]
 
     def handle(self, raw: bytes) -> None:
         try:
@@ -736,12 +806,12 @@ class Agent:
                     watch.close()
             elif op == "read":
                 length = cmd.get("length")
-                self.read(
-                    rid, self.path_of(cmd), int(cmd.get("offset") or 0), MAX_READ if length is None else int(length)
-                )
+                path, roots = self.path_of(cmd)
+                self.read(rid, path, roots, int(cmd.get("offset") or 0), MAX_READ if length is None else int(length))
             elif op == "head_tail":
+                path, roots = self.path_of(cmd)
                 head, tail, size, whole = head_tail(
-                    self.path_of(cmd), int(cmd.get("head") or RESULT_HEAD), int(cmd.get("tail") or RESULT_TAIL)
+                    path, int(cmd.get("head") or RESULT_HEAD), int(cmd.get("tail") or RESULT_TAIL), roots
                 )
                 header: Dict[str, Any] = {
                     "t": "reply",
@@ -761,8 +831,8 @@ class Agent:
         except OSError as exc:
             self.out.send({"t": "reply", "id": rid, "error": exc.strerror or str(exc), "errno": exc.errno or 0})
 
-    def read(self, rid: Any, path: str, offset: int, length: int) -> None:
-        fd = os.open(path, os.O_RDONLY)
+    def read(self, rid: Any, path: str, roots: Optional[List[str]], offset: int, length: int) -> None:
+        fd = open_regular(path, roots)
         try:
             size = os.fstat(fd).st_size
             start = size + offset if offset < 0 else offset

@@ -62,6 +62,7 @@ class Profile:
     srtctl: str = "srtctl"  # how to run srtctl in the checkout, e.g. "uv run srtctl"
     demo_speed: float | None = None  # the demo engine's durations divided by this
     preflight: bool = True  # srtctl launcher: false passes --no-preflight (model paths only on compute nodes)
+    srt_slurm_commit: str | None = None  # the srt-slurm commit this cluster's checkout must be at
     srtctl_flavour: FlavourName | None = None  # which srtctl the checkout is, when set in the profile
 
     @property
@@ -99,6 +100,7 @@ PROFILE_SPEC = Fields(
         "srtctl_flavour": Str(*FLAVOUR_NAMES),
         "demo_speed": Num(0.01),
         "preflight": Bool(),
+        "srt_slurm_commit": Str(),
     }
 )
 SSH_SPEC = Fields(
@@ -179,6 +181,9 @@ def _profile(name: str, raw: dict[str, Any], data_dir: Path) -> tuple[Profile | 
         problems.append(("srt_slurm", "the srtctl launcher needs srt_slurm (the srt-slurm checkout on the cluster)"))
     if launcher == "srtctl" and scheduler == "local":
         problems.append(("scheduler", "srtctl submits with sbatch: use scheduler: slurm"))
+    commit = raw.get("srt_slurm_commit")
+    if isinstance(commit, str) and not re.fullmatch(r"[0-9a-fA-F]{7,40}", commit):
+        problems.append(("srt_slurm_commit", "a commit id: 7 to 40 hex digits"))
     default_workdir = "~/srt-console" if ssh else str(data_dir / name)
     workdir = str(raw.get("workdir") or default_workdir)
     outputs: str | None
@@ -207,6 +212,7 @@ def _profile(name: str, raw: dict[str, Any], data_dir: Path) -> tuple[Profile | 
             srtctl=raw.get("srtctl") or "srtctl",
             demo_speed=float(raw["demo_speed"]) if raw.get("demo_speed") else None,
             preflight=raw.get("preflight") is not False,
+            srt_slurm_commit=str(raw["srt_slurm_commit"]).lower() if raw.get("srt_slurm_commit") else None,
             srtctl_flavour=raw.get("srtctl_flavour"),
         ),
         [],

@@ -32,7 +32,8 @@ class Config:
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """The config at `path`, else `$SRT_CONSOLE_CONFIG`, else the XDG default."""
-    chosen = Path(path or os.environ.get(ENV_CONFIG) or default_config_path()).expanduser()
+    # os.path.expanduser leaves `~nouser` as it is (Path.expanduser raises).
+    chosen = Path(os.path.expanduser(path or os.environ.get(ENV_CONFIG) or default_config_path()))
     if not chosen.exists():
         missing = (f"{chosen}: no such config file",) if path else ()
         return Config(chosen, problems=missing)
@@ -55,7 +56,13 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         if not isinstance(item, str):
             problems.append(f"{chosen}:{marks.line(('recipe_dirs', i))}: recipe_dirs[{i}]: expected a path")
             continue
-        resolved = Path(os.path.expandvars(item)).expanduser()
+        expanded = os.path.expanduser(os.path.expandvars(item))
+        if expanded.startswith("~"):
+            user = expanded[1:].split("/", 1)[0]
+            line = marks.line(("recipe_dirs", i))
+            problems.append(f"{chosen}:{line}: recipe_dirs[{i}]: {item}: no user {user!r} on this machine")
+            continue
+        resolved = Path(expanded)
         if not resolved.is_absolute():
             resolved = chosen.parent / resolved
         dirs.append(resolved)

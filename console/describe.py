@@ -1,4 +1,9 @@
-"""Short human labels for arms and topologies, shared by the CLI and the UI."""
+"""Short human labels for arms and topologies, shared by the CLI and the UI.
+
+Recipe text is untrusted like logs: a name, key or value may hold escape sequences. Every
+label here, and every string the CLI or the UI shows from a recipe, a store row or a cluster,
+goes through :func:`shown` (the one display route; JSON output escapes control characters itself).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,20 @@ import time
 from dataclasses import dataclass
 
 from console.model import Arm, Role, RoleName, Topology
+from console.sanitize import clean_line
+
+SHOWN_MAX_CHARS = 400
+
+
+def shown(value: object, max_chars: int = SHOWN_MAX_CHARS) -> str:
+    """Any value as inert one-line text for a terminal (no escape sequence, no control character)."""
+    return clean_line("" if value is None else str(value), max_chars)
+
+
+def arm_facts(arm: Arm) -> str:
+    """`engine/frontend · benchmark`, as shown."""
+    return shown(f"{arm.backend}/{arm.frontend}") + " · " + shown(arm.benchmark)
+
 
 _LETTER = {"prefill": "P", "decode": "D", "agg": "A"}
 
@@ -17,12 +36,12 @@ def topology_label(topo: Topology) -> str:
         tp = topo.tp.get(role.name, role.gpus_per_worker)
         dpa = " DPA" if topo.dp_attention.get(role.name) else ""
         parts.append(f"{role.workers}{_LETTER[role.name]}{dpa} TP{tp}")
-    return " + ".join(parts) or "no workers"
+    return shown(" + ".join(parts)) or "no workers"
 
 
 def nodes_label(topo: Topology) -> str:
     extra = f" + {len(topo.dedicated)} dedicated" if topo.dedicated else ""
-    return f"{topo.worker_nodes}{extra} = {topo.node_demand}"
+    return shown(f"{topo.worker_nodes}{extra} = {topo.node_demand}")
 
 
 def grid_label(points: tuple[int, ...]) -> str:
@@ -32,7 +51,7 @@ def grid_label(points: tuple[int, ...]) -> str:
 def seq_label(arm: Arm) -> str:
     if arm.isl is None and arm.osl is None:
         return "-"
-    return f"{arm.isl or '?'}/{arm.osl or '?'}"
+    return shown(f"{arm.isl or '?'}/{arm.osl or '?'}")
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,21 @@ It launches sweeps, polls every cluster once per tick for all of its live attemp
 what the scheduler says, and tells listeners (the CLI's `--wait`, the UI) what changed. It keeps
 no state of its own beyond caches: the store is the truth, so a restarted console reattaches by
 simply polling the live attempts it finds there.
+
+A launch is recorded whole before anything is submitted: the sweep, its arms and one
+SUBMITTING attempt each, with a marker that the attempt's job carries in its comment. A console
+killed mid-launch thus leaves attempts whose submitting process is gone; the next poll
+(:meth:`Engine.reconcile`) asks each cluster for the jobs with those markers, and an attempt
+becomes PENDING with the job it finds, or SUBMIT_FAILED when there is none. A cancel of the
+sweep stops the submissions that have not started, and cancels a job whose submission was
+under way as soon as its id is known.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -19,10 +28,11 @@ from console.clusters import Profile
 from console.events import AttemptChanged, ClusterChanged, EngineEvent, TrackingError
 from console.launchers import DemoLauncher, Launcher, LaunchError, SrtctlLauncher
 from console.model import Arm, Recipe
+from console.provenance import collect_provenance
 from console.recipes import load_recipe, load_targets
 from console.recipes.yamlio import dump
 from console.scheduler import Scheduler, SchedulerError
-from console.store import AttemptRow, Store
+from console.store import SUBMITTING, AttemptRow, LaunchArm, Store, StoreError, process_gone
 from console.transport.base import CommandFailed, ConnectionStatus, Transport, TransportError
 
 log = logging.getLogger(__name__)
@@ -181,27 +191,99 @@ class Engine:
             await rt.transport.run(["true"], timeout=30, check=True)
         except (TransportError, CommandFailed) as exc:
             raise LaunchRefused(f"cannot reach {cluster} ({rt.profile.where}): {exc}") from None
-        sweep_id = self.store.add_sweep(name or _sweep_name(targets), cluster, list(targets))
-        for arm in arms:
-            arm_id = self.store.add_arm(
-                sweep_id, arm.name, arm.recipe_path, arm.selector, arm.variant, dump(arm.config), arm.summary()
-            )
-            await self._submit(rt, arm_id, arm)
+        records = [
+            LaunchArm(arm.name, arm.recipe_path, arm.selector, arm.variant, dump(arm.config), arm.summary(),
+                      arm.concurrencies, new_marker())
+            for arm in arms
+        ]  # fmt: skip
+        sweep_id, attempts = self.store.add_launch(
+            name or _sweep_name(targets), cluster, list(targets), rt.launcher.name, records
+        )
+        for arm, attempt in zip(arms, attempts, strict=True):
+            if self.store.sweep_cancel_requested(sweep_id) or self.store.attempt(attempt.id).cancel_requested_at:
+                # Cancelled while earlier arms were being submitted: this one never starts.
+                self.store.mark_not_submitted(attempt.id, "cancelled before it was submitted")
+                self._emit(AttemptChanged(self.store.attempt(attempt.id)))
+                continue
+            await self._submit_attempt(rt, attempt, arm, sweep_id)
         return sweep_id
 
     async def _submit(self, rt: ClusterRuntime, arm_id: int, arm: Arm) -> AttemptRow:
-        attempt = self.store.add_attempt(arm_id, rt.profile.name, rt.launcher.name, dump(arm.config), arm.concurrencies)
+        attempt = self.store.add_attempt(
+            arm_id, rt.profile.name, rt.launcher.name, dump(arm.config), arm.concurrencies, marker=new_marker()
+        )
+        return await self._submit_attempt(rt, attempt, arm)
+
+    async def _submit_attempt(
+        self, rt: ClusterRuntime, attempt: AttemptRow, arm: Arm, sweep_id: int | None = None
+    ) -> AttemptRow:
+        # Read right before the submission: the checkout as it is when the job is handed over.
+        self.store.set_provenance(attempt.id, (await collect_provenance(rt, arm)).to_json())
         try:
-            submitted = await rt.launcher.submit(arm, attempt.number)
-        except (LaunchError, SchedulerError, TransportError, OSError) as exc:
-            self.store.mark_submit_failed(
-                attempt.id, f"{type(exc).__name__}: {exc}" if isinstance(exc, OSError) else str(exc)
-            )
+            submitted = await rt.launcher.submit(arm, attempt.number, attempt.marker)
+        except asyncio.CancelledError:
+            raise
+        except (LaunchError, SchedulerError, TransportError) as exc:
+            self.store.mark_submit_failed(attempt.id, str(exc))
+        except Exception as exc:
+            # Whatever went wrong is this arm's failure, never the end of the launch.
+            log.exception("submitting attempt %s failed", attempt.id)
+            self.store.mark_submit_failed(attempt.id, f"{type(exc).__name__}: {exc}")
         else:
             self.store.mark_submitted(attempt.id, submitted.job_id, submitted.output_dir, submitted.results_dir)
+            await self._cancel_if_requested(rt, attempt.id, sweep_id)
         row = self.store.attempt(attempt.id)
         self._emit(AttemptChanged(row))
         return row
+
+    async def _cancel_if_requested(self, rt: ClusterRuntime, attempt_id: int, sweep_id: int | None) -> None:
+        """A cancel that came while the job was being submitted takes effect as soon as its id is known."""
+        row = self.store.attempt(attempt_id)
+        swept = sweep_id is not None and self.store.sweep_cancel_requested(sweep_id)
+        if row.job_id and (row.cancel_requested_at is not None or swept):
+            if row.cancel_requested_at is None:
+                self.store.mark_cancel_requested([row.id])
+            await rt.scheduler.cancel([row.job_id])
+
+    async def reconcile(self) -> list[AttemptRow]:
+        """Attempts left SUBMITTING by a console that died: each gets the job its marker finds on
+        its cluster (PENDING, cancelled at once when a cancel was asked meanwhile), or
+        SUBMIT_FAILED when there is none. A cluster that cannot be asked keeps its attempts for
+        the next poll. Returns the attempts that changed."""
+        orphans = [a for a in self.store.attempts(live=True) if a.state == SUBMITTING and process_gone(a.submitter)]
+        by_cluster: dict[str, list[AttemptRow]] = {}
+        for attempt in orphans:
+            by_cluster.setdefault(attempt.cluster, []).append(attempt)
+        changed: list[AttemptRow] = []
+        for cluster, attempts in by_cluster.items():
+            if cluster not in self.profiles:
+                continue
+            rt = self.runtime(cluster)
+            markers = [a.marker for a in attempts if a.marker]
+            try:
+                found = await rt.scheduler.find_marked(markers) if markers else {}
+            except (SchedulerError, TransportError) as exc:
+                log.warning("%s: cannot look for interrupted submissions yet: %s", cluster, exc)
+                continue
+            for attempt in attempts:
+                job_id = found.get(attempt.marker or "")
+                if job_id is None:
+                    self.store.mark_submit_failed(
+                        attempt.id, "not submitted: the console stopped before the job reached the scheduler"
+                    )
+                else:
+                    try:
+                        submitted = await rt.launcher.recovered(job_id)
+                    except (LaunchError, SchedulerError, TransportError, OSError) as exc:
+                        log.warning("%s: job %s found again, but: %s", cluster, job_id, exc)
+                        continue
+                    self.store.mark_submitted(attempt.id, job_id, submitted.output_dir, submitted.results_dir)
+                    arm = self.store.arm(attempt.arm_id)
+                    await self._cancel_if_requested(rt, attempt.id, arm.sweep_id if arm else None)
+                row = self.store.attempt(attempt.id)
+                changed.append(row)
+                self._emit(AttemptChanged(row))
+        return changed
 
     async def resubmit(self, arm_id: int, config_yaml: str, cluster: str) -> AttemptRow:
         """A new attempt of a stored arm with exactly the given resolved config."""
@@ -217,11 +299,18 @@ class Engine:
 
     async def poll_once(self) -> list[AttemptRow]:
         """One scheduler poll per cluster for all its live attempts; returns the attempts that changed."""
+        changed: list[AttemptRow] = []
+        try:
+            changed += await self.reconcile()
+        except StoreError:
+            raise
+        except Exception as exc:  # reconciling must never stop tracking
+            log.exception("reconciling interrupted submissions failed")
+            self._emit(TrackingError(None, f"reconcile: {type(exc).__name__}: {exc}"))
         live = [a for a in self.store.attempts(live=True) if a.job_id]
         by_cluster: dict[str, list[AttemptRow]] = {}
         for attempt in live:
             by_cluster.setdefault(attempt.cluster, []).append(attempt)
-        changed: list[AttemptRow] = []
         # One cluster's unexpected error is reported and its attempts keep their state; the
         # others are tracked as usual.
         results = await asyncio.gather(
@@ -302,15 +391,29 @@ class Engine:
             await self.watch(interval, until=done)
         return [self.store.attempt(i) for i in sorted(ids)]
 
-    async def cancel(self, attempts: Sequence[AttemptRow]) -> None:
-        """Cancel the live ones; recorded first as the operator's request, so the end is "by you"."""
+    async def cancel(self, attempts: Sequence[AttemptRow], *, sweep_id: int | None = None) -> None:
+        """Cancel the live ones; recorded first as the operator's request, so the end is "by you".
+
+        An attempt still being submitted is flagged: its job is cancelled as soon as its id is
+        known. With ``sweep_id`` the sweep's submissions that have not started never start.
+        When the request cannot be recorded (a full disk), the jobs are cancelled all the same
+        and the StoreError is raised afterwards."""
         by_cluster: dict[str, list[str]] = {}
-        live = [a for a in attempts if a.live and a.job_id]
-        self.store.mark_cancel_requested([a.id for a in live])
+        live = [a for a in attempts if a.live]
+        unrecorded: StoreError | None = None
+        try:
+            if sweep_id is not None:
+                self.store.mark_sweep_cancel_requested(sweep_id)
+            self.store.mark_cancel_requested([a.id for a in live])
+        except StoreError as exc:
+            unrecorded = exc
         for attempt in live:
-            by_cluster.setdefault(attempt.cluster, []).append(attempt.job_id or "")
+            if attempt.job_id:
+                by_cluster.setdefault(attempt.cluster, []).append(attempt.job_id)
         for cluster, job_ids in by_cluster.items():
             await self.runtime(cluster).scheduler.cancel(job_ids)
+        if unrecorded is not None:
+            raise unrecorded
 
     async def adopt(self, cluster: str, job_id: str) -> AttemptRow:
         """Track (and follow the logs of) a job the console did not launch, as a sweep of its own.
@@ -350,6 +453,11 @@ class Engine:
         row = self.store.attempt(attempt.id)
         self._emit(AttemptChanged(row))
         return row
+
+
+def new_marker() -> str:
+    """A marker for one attempt's job (its Slurm comment), unique across consoles and stores."""
+    return f"srt-console:{secrets.token_hex(8)}"
 
 
 def _job_dir(stdout: str | None, job_id: str) -> str | None:

@@ -115,8 +115,17 @@ class Notice:
         }
 
 
+@dataclass(frozen=True)
+class FileSkipped:
+    """A file of an attempt's dirs that is not read, and why (a link out of the dir, a loop...)."""
+
+    attempt_id: int
+    file: str
+    reason: str
+
+
 EngineEvent = AttemptChanged | ClusterChanged | TrackingError
-MonitorEvent = LogLines | Triaged | PointArrived | PointRunning | AgentChanged | TrackingError
+MonitorEvent = LogLines | Triaged | PointArrived | PointRunning | AgentChanged | FileSkipped | TrackingError
 CoreEvent = (
     AttemptChanged
     | ClusterChanged
@@ -127,6 +136,7 @@ CoreEvent = (
     | PointRunning
     | AgentChanged
     | Notice
+    | FileSkipped
 )
 
 __all__ = [
@@ -135,6 +145,7 @@ __all__ = [
     "ClusterChanged",
     "CoreEvent",
     "EngineEvent",
+    "FileSkipped",
     "LogLines",
     "MonitorEvent",
     "Notice",

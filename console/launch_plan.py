@@ -3,7 +3,10 @@ values it will get and where each comes from, and the cluster's own verdict on i
 
 With the srtctl launcher the cluster's `srtctl dry-run` is the final word: it loads and checks
 the recipe with the srtctl that will run it and generates the batch script, whose #SBATCH
-header is compared with the console's plan. `preflight` (model and container availability, as
+header is compared with the console's plan. Before it, the pin checks
+(:mod:`console.pin_checks`) compare the srt-slurm commits the recipe and the profile state with
+the cluster's checkout, and the recipe's backend and frontend with what its srtctl implements.
+`preflight` (model and container availability, as
 srtctl checks them) is separate because it can be slow on some clusters. The CLI's
 `launch --dry-run` and the launch dialog both show this.
 """
@@ -15,6 +18,8 @@ from typing import Any
 
 from console.launchers import DryRun, LaunchError, Setting, SrtctlLauncher
 from console.model import Arm
+from console.pin_checks import PinProblem, check_site, stated_commits
+from console.srtctl_site import commit_relations
 from console.transport.base import TransportError
 
 
@@ -27,11 +32,13 @@ class ArmPlan:
     dry_run: DryRun | None = None  # srtctl launcher: srtctl's own account of the job
     verdict: str = "ok"  # ok | differs | refused | unchecked
     detail: str = ""  # why refused, what differs, or why it could not be checked
+    pin_problems: list[PinProblem] = field(default_factory=list)
 
     @property
     def blocking(self) -> bool:
-        """srtctl refused the arm: submitting it would fail the same way."""
-        return self.verdict == "refused"
+        """srtctl refused the arm, or the checkout cannot run it as stated: submitting it would
+        fail, or run something other than what the recipe and profile name."""
+        return self.verdict == "refused" or any(p.blocking for p in self.pin_problems)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -41,6 +48,8 @@ class ArmPlan:
             "detail": self.detail,
             "sbatch": dict(self.dry_run.sbatch) if self.dry_run else None,
             "differences": list(self.dry_run.differences) if self.dry_run else [],
+            "pin_problems": [p.as_dict() for p in self.pin_problems],
+            "blocking": self.blocking,
         }
 
 
@@ -48,10 +57,15 @@ async def plan_arms(runtime: Any, arms: list[Arm], *, dry_run: bool = True) -> l
     """Each arm's settings and, where the launcher can tell, the cluster's verdict on it."""
     launcher = runtime.launcher
     plans: list[ArmPlan] = []
+    fresh = False
     for arm in arms:
         plan = ArmPlan(arm)
         try:
+            if isinstance(launcher, SrtctlLauncher) and not fresh:
+                await launcher.site(refresh=True)  # the checkout as it is now, not as first read
+                fresh = True
             plan.settings = await launcher.scheduling(arm)
+            plan.pin_problems = await pin_problems(runtime, arm)
         except (TransportError, OSError) as exc:
             plan.verdict, plan.detail = "unchecked", f"cannot reach {runtime.profile.name}: {exc}"
             plans.append(plan)
@@ -68,6 +82,18 @@ async def plan_arms(runtime: Any, arms: list[Arm], *, dry_run: bool = True) -> l
                     plan.verdict, plan.detail = "differs", "; ".join(plan.dry_run.differences)
         plans.append(plan)
     return plans
+
+
+async def pin_problems(runtime: Any, arm: Arm) -> list[PinProblem]:
+    """The pin checks of one arm against the cluster's checkout (the srtctl launcher's only: the
+    demo engine runs any recipe)."""
+    launcher = runtime.launcher
+    if not isinstance(launcher, SrtctlLauncher):
+        return []
+    site = await launcher.site()
+    stated = [s.commit for s in stated_commits(arm, runtime.profile)]
+    relations = await commit_relations(runtime.transport, site.path, stated) if stated and site.path else {}
+    return check_site(arm, runtime.profile, site, relations)
 
 
 async def preflight_arm(runtime: Any, arm: Arm) -> tuple[bool, str]:

@@ -19,7 +19,7 @@ from console.demo.bundle import engine_name, engine_zipapp
 from console.demo.sbatch import arm_plan, render_batch_script
 from console.model import Arm
 from console.recipes.yamlio import dump
-from console.scheduler import Scheduler, SchedulerError, Submission, valid_job_id
+from console.scheduler import Scheduler, SchedulerError, Submission, valid_job_id, valid_marker
 from console.srtctl_site import SrtctlSite, probe_site
 from console.transport.base import Transport, expand_home
 
@@ -41,8 +41,13 @@ class Submitted:
 class Launcher(Protocol):
     name: str
 
-    async def submit(self, arm: Arm, attempt: int) -> Submitted:
-        """Submit one arm (its resolved config) as attempt number `attempt`."""
+    async def submit(self, arm: Arm, attempt: int, marker: str | None = None) -> Submitted:
+        """Submit one arm (its resolved config) as attempt number `attempt`; the job carries
+        `marker` in its comment, so that it is found again if the console dies meanwhile."""
+
+    async def recovered(self, job_id: str) -> Submitted:
+        """What `submit` would have returned for the job `job_id` (found again by its marker):
+        its dirs, and a held job released."""
 
     async def preview(self, arm: Arm) -> str:
         """What submitting the arm would run, without submitting anything."""
@@ -90,10 +95,16 @@ def scheduling(config: dict[str, Any], profile: Profile, site: SrtctlSite | None
     return out
 
 
-def srtctl_recipe(config: dict[str, Any], profile: Profile | None = None) -> dict[str, Any]:
+def srtctl_recipe(config: dict[str, Any], profile: Profile | None = None, marker: str | None = None) -> dict[str, Any]:
     """The config srtctl may see: srt-console's own `demo:` section removed (srtctl rejects unknown
-    keys), and the profile's scheduling values written into `slurm:`, where srtctl reads them."""
+    keys), the profile's scheduling values written into `slurm:`, where srtctl reads them, and the
+    attempt's marker added to the job's comment (srtctl's `sbatch_directives`)."""
     out = {k: v for k, v in config.items() if k != "demo"}
+    if marker:
+        directives = dict(out["sbatch_directives"]) if isinstance(out.get("sbatch_directives"), dict) else {}
+        own = str(directives.get("comment") or "").strip()
+        directives["comment"] = f"{own} {valid_marker(marker)}".strip()
+        out["sbatch_directives"] = directives
     chosen = {key: getattr(profile, key) for key in SCHEDULING_KEYS if profile and getattr(profile, key)}
     if chosen:
         slurm = dict(out["slurm"]) if isinstance(out.get("slurm"), dict) else {}
@@ -193,11 +204,12 @@ class SrtctlLauncher:
     async def scheduling(self, arm: Arm) -> list[Setting]:
         return scheduling(arm.config, self.profile, await self.site())
 
-    async def _upload(self, arm: Arm, run_dir: str) -> tuple[str, str]:
+    async def _upload(self, arm: Arm, run_dir: str, marker: str | None = None) -> tuple[str, str]:
         """The resolved recipe, as srtctl may see it, in `run_dir`; returns (checkout, path)."""
         recipe_path = f"{run_dir}/{_SAFE_NAME.sub('_', arm.name)[:80]}.yaml"
         await self.transport.run(["mkdir", "-p", "--", run_dir], check=True)
-        await self.transport.write_file(recipe_path, dump(srtctl_recipe(arm.config, self.profile)).encode())
+        text = dump(srtctl_recipe(arm.config, self.profile, marker))
+        await self.transport.write_file(recipe_path, text.encode())
         return await self.checkout(), recipe_path
 
     async def _run_dir(self, kind: str, arm: Arm, attempt: int) -> str:
@@ -237,8 +249,8 @@ class SrtctlLauncher:
             raise LaunchError(f"srtctl preflight failed (exit {result.returncode}): {text[-2000:]}")
         return text
 
-    async def submit(self, arm: Arm, attempt: int) -> Submitted:
-        checkout, recipe_path = await self._upload(arm, await self._run_dir("runs", arm, attempt))
+    async def submit(self, arm: Arm, attempt: int, marker: str | None = None) -> Submitted:
+        checkout, recipe_path = await self._upload(arm, await self._run_dir("runs", arm, attempt), marker)
         argv = [*self.srtctl, "apply", "--json", "-f", recipe_path]
         if self.profile.outputs:
             argv += ["-o", await self._paths.resolve(self.profile.outputs)]
@@ -254,11 +266,14 @@ class SrtctlLauncher:
         job_id, output_dir = jobs[0]
         if not output_dir:
             # An old srtctl without --json: the dir follows srtctl's own rule.
-            outputs = self.profile.outputs
-            base = await self._paths.resolve(outputs) if outputs else (await self.site()).output_dir
-            output_dir = f"{base}/{job_id}" if base else ""
+            return await self.recovered(job_id)
         results = await self._results_dir(job_id)
         return Submitted(job_id, output_dir, results)
+
+    async def recovered(self, job_id: str) -> Submitted:
+        outputs = self.profile.outputs
+        base = await self._paths.resolve(outputs) if outputs else (await self.site()).output_dir
+        return Submitted(job_id, f"{base}/{job_id}" if base else "", await self._results_dir(job_id))
 
     async def _results_dir(self, job_id: str) -> str | None:
         if not self.profile.results:
@@ -365,7 +380,7 @@ class DemoLauncher:
             time_limit=values["time_limit"],
         )
 
-    async def submit(self, arm: Arm, attempt: int) -> Submitted:
+    async def submit(self, arm: Arm, attempt: int, marker: str | None = None) -> Submitted:
         workdir = await self._paths.resolve(self.profile.workdir)
         outputs = await self._outputs()
         results = await self._paths.resolve(self.profile.results) if self.profile.results else None
@@ -400,13 +415,26 @@ class DemoLauncher:
             workdir=run_dir,
             nodes=arm.topology.node_demand,
             hold=self.profile.scheduler == "slurm",
+            comment=marker,
         )
         try:
             job_id = await self.scheduler.submit(submission)
         except SchedulerError as exc:
             raise LaunchError(str(exc)) from None
+        return await self._release(job_id, submission.hold)
+
+    async def _release(self, job_id: str, hold: bool) -> Submitted:
+        outputs = await self._outputs()
+        results = await self._paths.resolve(self.profile.results) if self.profile.results else None
         output_dir = f"{outputs}/{job_id}"
-        if submission.hold:
+        if hold:
             await self.transport.run(["mkdir", "-p", "--", f"{output_dir}/logs"], check=True)
             await self.scheduler.release(job_id)
         return Submitted(job_id, output_dir, f"{results}/{job_id}" if results else None)
+
+    async def recovered(self, job_id: str) -> Submitted:
+        # A job found after a crash may still be held: create its dir and release it, as submit does.
+        try:
+            return await self._release(job_id, self.profile.scheduler == "slurm")
+        except SchedulerError:
+            return await self._release(job_id, False)  # released before the crash

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from console.sanitize import clean_line
+
 Severity = Literal["error", "warning"]
 RecipeKind = Literal["plain", "sweep", "override", "invalid"]
 Mode = Literal["disagg", "agg"]
@@ -30,7 +32,8 @@ class Problem:
         where = f"{self.path}:{self.line}" if self.line else self.path
         label = f"{self.field}: " if self.field else ""
         prefix = "warning: " if self.severity == "warning" else ""
-        return f"{where}: {prefix}{label}{self.message}"
+        # Keys and values quoted from a recipe are untrusted: shown inert, wherever it is printed.
+        return clean_line(f"{where}: {prefix}{label}{self.message}", 4000)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from console.events import (
     AgentChanged,
     AttemptChanged,
     EngineEvent,
+    FileSkipped,
     LogLines,
     MonitorEvent,
     PointArrived,
@@ -41,6 +42,7 @@ from console.follow import (
     LinesEvent,
     ResetEvent,
     ResultEvent,
+    SkippedEvent,
 )
 from console.results import PointResult, parse_result_name, point_from_bytes, running_concurrency
 from console.store import AttemptRow
@@ -79,6 +81,7 @@ class AttemptView:
     ended_at: float | None = None
     running: int | None = None  # the concurrency benchmark.out says is being measured
     bench_tail: str = ""
+    skipped: dict[str, str] = field(default_factory=dict)  # file -> why it is not read
 
 
 class Monitor:
@@ -225,6 +228,9 @@ class Monitor:
                 self._emit(PointArrived(view.attempt.id, point))
         elif isinstance(event, ResetEvent):
             view.replay_until.pop(event.file, None)
+        elif isinstance(event, SkippedEvent) and event.file not in view.skipped:
+            view.skipped[event.file] = event.reason
+            self._emit(FileSkipped(view.attempt.id, event.file, event.reason))
 
     def _benchmark_lines(self, view: AttemptView, lines: list[str]) -> None:
         view.bench_tail = (view.bench_tail + "\n" + "\n".join(lines))[-BENCH_TAIL_CHARS:]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["DEFAULT_MAX_CHARS", "TAB_SIZE", "clean_line", "decode_line"]
+__all__ = ["DEFAULT_MAX_CHARS", "TAB_SIZE", "clean_line", "clean_text", "decode_line", "has_controls"]
 
 DEFAULT_MAX_CHARS: Final[int] = 2000
 TAB_SIZE: Final[int] = 8
@@ -65,6 +65,17 @@ def _has_c1_introducer(text: str) -> bool:
 def clean_line(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """``text`` as inert, single-line plain text of at most about ``max_chars`` characters."""
     return _cap_and_clean(text, max_chars, 0)
+
+
+def has_controls(text: str) -> bool:
+    """Whether ``text`` holds anything :func:`clean_line` would remove or replace (escape
+    sequences, control characters, tabs, line breaks, bidirectional overrides)."""
+    return _SPECIAL.search(text) is not None
+
+
+def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """Several lines (a recipe's YAML, a cluster's output) as :func:`clean_line` text, line by line."""
+    return "\n".join(clean_line(line, max_chars) for line in text.split("\n"))
 
 
 def decode_line(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:

@@ -12,6 +12,14 @@ from enum import Enum
 from typing import Protocol
 
 JOB_ID = re.compile(r"^[0-9]{1,12}(?:_[0-9]{1,8})?$")
+MARKER = re.compile(r"^srt-console:[0-9a-f]{8,64}$")
+
+
+def valid_marker(marker: str) -> str:
+    """The marker, or ValueError: markers reach remote command lines and batch headers."""
+    if not MARKER.match(marker):
+        raise ValueError(f"not an srt-console marker: {marker!r}")
+    return marker
 
 
 def valid_job_id(job_id: str) -> str:
@@ -84,6 +92,8 @@ class Submission:
     # Submit held (`sbatch --hold`): the launcher creates the job's output dir, which needs the
     # job id, then releases it, so Slurm never starts a job whose --output dir is missing.
     hold: bool = False
+    # Set on the job (Slurm's --comment) so that the console finds it again after a crash.
+    comment: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +127,10 @@ class Scheduler(Protocol):
 
     async def describe(self, job_id: str) -> JobInfo | None:
         """Name, state and output file of any job the scheduler still knows; None when it does not."""
+
+    async def find_marked(self, markers: list[str]) -> dict[str, str]:
+        """The user's jobs (queued, or ended recently) whose comment is one of ``markers``:
+        marker -> job id. Raises SchedulerError (or TransportError) when it cannot tell."""
 
 
 class SchedulerError(Exception):

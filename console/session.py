@@ -87,7 +87,9 @@ class Session:
         for problem in problems:
             note(problem)
         default_cluster = default_cluster_of(config.raw, profiles, config.path, config.marks)
-        store = Store(data_dir / "console.sqlite3")
+        store = Store(data_dir / "console.sqlite3", on_wait=note)
+        for problem in store.notes:
+            note(problem)
         command, notify_problem = notify_command(config.raw.get("notify"), str(config.path))
         if notify_problem:
             note(notify_problem)

@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from .scheduler import JobInfo, JobState, JobStatus, SchedulerError, Submission, valid_job_id
+from .scheduler import JOB_ID, JobInfo, JobState, JobStatus, SchedulerError, Submission, valid_job_id, valid_marker
 from .transport.base import CommandResult, Transport
 
 log = logging.getLogger(__name__)
@@ -211,12 +211,34 @@ def sbatch_argv(submission: Submission, extra_args: Sequence[str] = ()) -> list[
         argv.append(f"--time={submission.time_limit}")
     if submission.hold:
         argv.append("--hold")
+    if submission.comment:
+        argv.append(f"--comment={valid_marker(submission.comment)}")
     # The job gets sbatch's environment, which the transport extends with submission.env
     # (``env K=V sbatch ...``): values may then contain commas, unlike in --export=K=V.
     argv.append("--export=ALL")
     argv.extend(extra_args)
     argv.append(submission.script)
     return argv
+
+
+# The user's jobs with their comments: queued ones from squeue, recent ones from accounting.
+MARKED_SQUEUE = ["squeue", "--me", "--noheader", "--states=all", "--format=%i|%k"]
+MARKED_SACCT = ["sacct", "-X", "-P", "--noheader", "--starttime=now-7days", "-o", "JobIDRaw,Comment"]
+
+
+def parse_marked(stdout: str, markers: Iterable[str]) -> dict[str, str]:
+    """marker -> job id from ``id|comment`` lines; a marker is a word of the comment (a recipe
+    may have a comment of its own). The first job seen for a marker wins."""
+    wanted = set(markers)
+    found: dict[str, str] = {}
+    for line in stdout.splitlines():
+        job_id, _, comment = line.strip().partition("|")
+        if not JOB_ID.match(job_id.strip()):
+            continue
+        for word in comment.split():
+            if word in wanted and word not in found:
+                found[word] = job_id.strip()
+    return found
 
 
 def squeue_argv(job_ids: Sequence[str]) -> list[str]:
@@ -460,6 +482,22 @@ class SlurmScheduler:
                 return None
             raise SchedulerError(f"scontrol failed (exit {result.returncode}): {_error_text(result)}")
         return parse_job_info(result.stdout, job_id)
+
+    async def find_marked(self, markers: list[str]) -> dict[str, str]:
+        wanted = [valid_marker(m) for m in markers]
+        if not wanted:
+            return {}
+        result = await self._run(list(MARKED_SQUEUE))
+        if result.returncode != 0:
+            raise SchedulerError(f"squeue failed (exit {result.returncode}): {_error_text(result)}")
+        found = parse_marked(result.stdout, wanted)
+        missing = [m for m in wanted if m not in found]
+        if missing and self.accounting is not False:
+            # A job that already left the queue is in accounting (when the site keeps comments).
+            accounted = await self._run(list(MARKED_SACCT))
+            if accounted.returncode == 0:
+                found.update(parse_marked(accounted.stdout, missing))
+        return found
 
     async def poll(self, job_ids: list[str]) -> dict[str, JobStatus]:
         ids = _job_ids(job_ids)

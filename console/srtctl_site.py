@@ -36,6 +36,9 @@ if c=$(git rev-parse HEAD 2>/dev/null); then
   echo "@commit $c"
   [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null | head -c 1)" ] && echo "@dirty"
 fi
+for d in src/srtctl/backends src/srtctl/frontends; do
+  [ -d "$d" ] && echo "@modules ${d##*/} $(cd "$d" && ls 2>/dev/null | tr '\n' ' ')"
+done
 settings=""
 if [ -n "${SRTSLURM_CONFIG:-}" ] && [ -f "$SRTSLURM_CONFIG" ]; then settings=$SRTSLURM_CONFIG
 else for d in . .. ../..; do if [ -f "$d/srtslurm.yaml" ]; then settings=$d/srtslurm.yaml; break; fi; done; fi
@@ -61,6 +64,9 @@ class SrtctlSite:
     settings_path: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     settings_error: str | None = None
+    # The backend and frontend types the checkout's srtctl implements (one module per type).
+    backends: tuple[str, ...] = ()
+    frontends: tuple[str, ...] = ()
 
     def setting(self, key: str) -> Any:
         return self.settings.get(key)
@@ -87,6 +93,7 @@ def parse_probe(checkout: str, text: str) -> SrtctlSite:
     if not lines or lines[0].strip() == "@nocheckout" or not any(x.startswith("@checkout ") for x in lines):
         return SrtctlSite(checkout=checkout, exists=False)
     facts: dict[str, Any] = {"have": set(), "missing": set()}
+    modules: dict[str, tuple[str, ...]] = {}
     body: list[str] = []
     inside = False
     for line in lines:
@@ -101,6 +108,9 @@ def parse_probe(checkout: str, text: str) -> SrtctlSite:
             inside = True
         elif word in ("@have", "@missing"):
             facts[word[1:]].add(rest)
+        elif word == "@modules":
+            kind, _, names = rest.partition(" ")
+            modules[kind] = _module_types(names.split())
         elif word == "@dirty":
             facts["dirty"] = True
         elif word.startswith("@"):
@@ -132,7 +142,15 @@ def parse_probe(checkout: str, text: str) -> SrtctlSite:
         settings_path=facts.get("settings"),
         settings=settings,
         settings_error=error,
+        backends=modules.get("backends", ()),
+        frontends=modules.get("frontends", ()),
     )
+
+
+def _module_types(names: list[str]) -> tuple[str, ...]:
+    """`sglang.py vllm.py base.py __init__.py` -> ("sglang", "vllm"): one module per type."""
+    found = {n[:-3] for n in names if n.endswith(".py") and not n.startswith("_") and n != "base.py"}
+    return tuple(sorted(clean_line(n, 64) for n in found))
 
 
 async def srtctl_runs(transport: Transport, srtctl: list[str], checkout: str, *, timeout: float = 60.0) -> str | None:
@@ -142,3 +160,44 @@ async def srtctl_runs(transport: Transport, srtctl: list[str], checkout: str, *,
         return None
     detail = (result.stderr.strip() or result.stdout.strip())[-500:]
     return clean_line(f"`{shlex.join([*srtctl, '--help'])}` exited with {result.returncode}: {detail}")
+
+
+_RELATIONS = r"""
+cd -- "$1" 2>/dev/null || exit 0; shift
+for c in "$@"; do
+  if full=$(git rev-parse --verify --quiet "$c^{commit}" 2>/dev/null); then
+    if git merge-base --is-ancestor "$full" HEAD 2>/dev/null; then echo "@contained $c $full"
+    else echo "@known $c $full"; fi
+  else echo "@unknown $c"; fi
+done
+"""
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class CommitRelation:
+    """How a stated commit relates to the checkout: "contained" (HEAD is it or descends from it),
+    "known" (in the repository, not in HEAD's history: newer, or another branch), "unknown"."""
+
+    commit: str
+    relation: str
+    full: str | None = None
+
+
+async def commit_relations(
+    transport: Transport, checkout: str, commits: list[str], *, timeout: float = 30.0
+) -> dict[str, CommitRelation]:
+    """Where each commit stands against the checkout's HEAD, in one round trip (hex ids only)."""
+    wanted = sorted({c.lower() for c in commits if 4 <= len(c) <= 40 and set(c.lower()) <= _HEX})
+    if not wanted:
+        return {}
+    result = await transport.run(["sh", "-c", _RELATIONS, "sh", checkout, *wanted], timeout=timeout)
+    found: dict[str, CommitRelation] = {}
+    for line in result.stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        parts = rest.split()
+        if word in ("@contained", "@known") and len(parts) == 2 and parts[0] in wanted:
+            found[parts[0]] = CommitRelation(parts[0], word[1:], parts[1])
+        elif word == "@unknown" and len(parts) == 1 and parts[0] in wanted:
+            found[parts[0]] = CommitRelation(parts[0], "unknown")
+    return found

@@ -3,15 +3,24 @@
 SQLite in WAL mode under the user data dir. Every write is one short transaction, so a console
 killed at any moment loses nothing it had already recorded, and a restarted console reattaches
 to its live attempts from here.
+
+Whatever goes wrong with the file is a :class:`StoreError` naming the cause (no space left on
+its device, a folder it cannot write, another process holding its lock for too long, a file
+that is not a store), never a bare SQLite message. A store locked by another process is
+waited for, up to ``LOCK_WAIT_S``, with a message as soon as the wait begins.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import shutil
+import socket
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +34,7 @@ ENV_DATA_DIR = "SRT_CONSOLE_DATA"
 def default_data_dir() -> Path:
     override = os.environ.get(ENV_DATA_DIR)
     if override:
-        return Path(override).expanduser()
+        return Path(os.path.expanduser(override))
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("srt-console", appauthor=False))
@@ -93,6 +102,17 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE attempts ADD COLUMN cancel_requested_at REAL;
     """,
+    # A submission is found again after a crash: the marker is set on the job (its comment),
+    # the submitter says which process was submitting; a sweep's cancel stops its submissions.
+    """
+    ALTER TABLE attempts ADD COLUMN marker TEXT;
+    ALTER TABLE attempts ADD COLUMN submitter TEXT;
+    ALTER TABLE sweeps ADD COLUMN cancel_requested_at REAL;
+    """,
+    # What the attempt ran (JSON, console.provenance): checkout commit, srtctl, image, pins, recipe.
+    """
+    ALTER TABLE attempts ADD COLUMN provenance TEXT;
+    """,
     # The scheduler's own submit, start and end times (squeue %V/%S/%e, sacct Submit/Start/End,
     # scontrol SubmitTime/StartTime/EndTime), as epoch seconds; NULL until the scheduler said.
     """
@@ -101,6 +121,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE attempts ADD COLUMN sched_end_at REAL;
     """,
 )
+
+# How long a store locked by another process is waited for, and after how long that is said.
+LOCK_WAIT_S = 30.0
+LOCK_NOTICE_S = 2.0
+# Less free space than this on the store's device, and SQLite's I/O errors mean a full disk.
+LOW_SPACE_BYTES = 1 << 20
 
 # Attempt states beyond Slurm's: before a job id exists, and when submission failed.
 SUBMITTING = "SUBMITTING"
@@ -111,7 +137,40 @@ LIVE_STATES = (SUBMITTING, *(s.value for s in JobState if not s.finished))
 
 
 class StoreError(Exception):
-    """The store file cannot be used (corrupt, from a newer srt-console, unwritable)."""
+    """The store file cannot be used (corrupt, from a newer srt-console, unwritable, full disk, locked)."""
+
+
+def this_process() -> str:
+    """``host:pid:start`` of this process: who is submitting an attempt (start tells pid reuse)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_ticks(os.getpid()) or 0}"
+
+
+def _start_ticks(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return int(f.read().rsplit(")", 1)[-1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def process_gone(submitter: str | None) -> bool:
+    """Whether the process that recorded ``submitter`` has ended (on this host; another host's
+    submitter is never taken for gone)."""
+    if not submitter:
+        return True  # recorded before submitters were kept
+    host, _, rest = submitter.partition(":")
+    pid_text, _, ticks_text = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass
+    ticks = _start_ticks(pid)
+    return ticks is not None and ticks_text.isdigit() and int(ticks_text) not in (0, ticks)
 
 
 @dataclass(frozen=True)
@@ -121,6 +180,7 @@ class SweepRow:
     cluster: str
     targets: list[str]
     created_at: float
+    cancel_requested_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +218,9 @@ class AttemptRow:
     ended_at: float | None
     updated_at: float
     cancel_requested_at: float | None = None
+    marker: str | None = None
+    submitter: str | None = None
+    provenance: dict[str, Any] | None = None
     sched_submit_at: float | None = None
     sched_start_at: float | None = None
     sched_end_at: float | None = None
@@ -200,21 +263,101 @@ class AttemptRow:
 
 
 class Store:
-    """One SQLite file. Safe to open from several processes (WAL, busy timeout)."""
+    """One SQLite file. Safe to open from several processes (WAL, a bounded wait for the lock).
 
-    def __init__(self, path: Path) -> None:
+    ``on_wait`` is told, once per wait, that another process holds the store's lock; ``notes``
+    holds what the operator should know about the file (an empty file taken for a new store)."""
+
+    def __init__(self, path: Path, *, on_wait: Callable[[str], None] | None = None) -> None:
         self.path = path
+        self.notes: list[str] = []
+        self._on_wait = on_wait
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=10, isolation_level=None)
+            if path.is_file() and path.stat().st_size == 0:
+                self.notes.append(
+                    f"{path} is empty (0 bytes): it is taken as a new store, and the history starts again there"
+                )
+            self._db = sqlite3.connect(path, timeout=LOCK_NOTICE_S, isolation_level=None)
             self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._retrying(lambda: self._db.execute("PRAGMA journal_mode=WAL").fetchone())
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{path}: cannot use the store: {exc}") from None
+            self._retrying(self._migrate)
+        except sqlite3.Error as exc:
+            cause = self._cause(exc, "cannot use the store")
+            if "no space left" not in cause or not self._open_for_reading():
+                raise StoreError(cause) from None
+            self.notes.append(f"{cause}: opened for reading only (jobs can be seen and cancelled; "
+                              "nothing new is recorded until space is freed)")  # fmt: skip
         except OSError as exc:
-            raise StoreError(f"{path}: cannot create the store: {exc.strerror or exc}") from None
+            raise StoreError(self._os_cause(exc, "cannot create the store")) from None
+
+    def _open_for_reading(self) -> bool:
+        """At 0 bytes free SQLite cannot grow the WAL index file: exclusive locking keeps that
+        index in memory, so the store can still be read (and a cancel sent). False when it
+        cannot be read either, or needs an upgrade (a write)."""
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+        try:
+            self._db = sqlite3.connect(self.path, timeout=LOCK_NOTICE_S, isolation_level=None)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            self._db.execute("SELECT COUNT(*) FROM attempts").fetchone()
+        except sqlite3.Error:
+            return False
+        return version == len(MIGRATIONS)
+
+    # --- what went wrong -----------------------------------------------------------------
+
+    def _os_cause(self, exc: OSError, doing: str) -> str:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"{self.path}: {doing}: no space left on its device"
+        return f"{self.path}: {doing}: {exc.strerror or exc}"
+
+    def _free_bytes(self) -> int | None:
+        try:
+            return shutil.disk_usage(self.path.parent).free
+        except OSError:
+            return None
+
+    def _cause(self, exc: sqlite3.Error, doing: str) -> str:
+        """The operator's words for a SQLite error: what is wrong with the file or its folder."""
+        text = str(exc)
+        folder = self.path.parent
+        free = self._free_bytes()
+        if "full" in text or ("I/O error" in text and free is not None and free < LOW_SPACE_BYTES):
+            return f"{self.path}: {doing}: no space left on its device ({free} bytes free in {folder})"
+        if "locked" in text or "busy" in text:
+            return (
+                f"{self.path}: {doing}: another process has held the store's lock for over {LOCK_WAIT_S:g} s "
+                "(another srt-console, or a tool reading it); try again when it is done"
+            )
+        unwritable = not os.access(folder, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK))
+        if ("readonly" in text or "unable to open" in text or "read-only" in text) and unwritable:
+            return (
+                f"{self.path}: {doing}: read-only (the store needs to write the file and to create its "
+                f"-wal and -shm files in {folder}; check the permissions, or set $SRT_CONSOLE_DATA)"
+            )
+        if "not a database" in text or "malformed" in text:
+            return f"{self.path}: {doing}: not an srt-console store, or damaged ({text})"
+        return f"{self.path}: {doing}: {text}"
+
+    def _retrying(self, work: Callable[[], Any]) -> Any:
+        """``work()``, waited for while another process holds the lock (up to LOCK_WAIT_S)."""
+        deadline = time.monotonic() + LOCK_WAIT_S
+        told = False
+        while True:
+            try:
+                return work()
+            except sqlite3.OperationalError as exc:
+                text = str(exc)
+                if ("locked" not in text and "busy" not in text) or time.monotonic() >= deadline:
+                    raise
+                if not told and self._on_wait is not None:
+                    told = True
+                    self._on_wait(f"{self.path}: another process holds the store's lock; waiting up to "
+                                  f"{LOCK_WAIT_S:g} s")  # fmt: skip
 
     @classmethod
     def open_default(cls) -> Store:
@@ -225,13 +368,27 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
+        """One write transaction; a SQLite failure is a StoreError with its cause, nothing half-written."""
+        try:
+            self._retrying(lambda: self._db.execute("BEGIN IMMEDIATE"))
+        except sqlite3.Error as exc:
+            raise StoreError(self._cause(exc, "cannot write")) from None
         try:
             yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
+            self._db.execute("COMMIT")
+        except BaseException as exc:
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):  # SQLite rolls back itself after some errors
+                    self._db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(self._cause(exc, "cannot write")) from None
             raise
-        self._db.execute("COMMIT")
+
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[sqlite3.Row]:
+        try:
+            return list(self._retrying(lambda: self._db.execute(sql, args).fetchall()))
+        except sqlite3.Error as exc:
+            raise StoreError(self._cause(exc, "cannot read")) from None
 
     def _migrate(self) -> None:
         version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
@@ -279,27 +436,76 @@ class Store:
             return int(cur.lastrowid or 0)
 
     def add_attempt(
-        self, arm_id: int, cluster: str, launcher: str, config_yaml: str, concurrencies: Sequence[int]
+        self,
+        arm_id: int,
+        cluster: str,
+        launcher: str,
+        config_yaml: str,
+        concurrencies: Sequence[int],
+        *,
+        marker: str | None = None,
     ) -> AttemptRow:
-        """A new attempt in state SUBMITTING, numbered after the arm's earlier attempts."""
+        """A new attempt in state SUBMITTING, numbered after the arm's earlier attempts: the intent,
+        recorded before anything is submitted, with the marker its job will carry."""
+        with self._tx() as db:
+            attempt_id = _insert_attempt(db, arm_id, cluster, launcher, config_yaml, concurrencies, marker)
+        return self.attempt(attempt_id)
+
+    def add_launch(
+        self,
+        name: str,
+        cluster: str,
+        targets: Sequence[str],
+        launcher: str,
+        arms: Sequence[LaunchArm],
+    ) -> tuple[int, list[AttemptRow]]:
+        """A sweep, its arms and one SUBMITTING attempt each, in one transaction: a launch is
+        recorded whole or not at all (a full disk leaves no empty sweep behind)."""
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO sweeps (name, cluster, targets, created_at) VALUES (?, ?, ?, ?)",
+                (name, cluster, json.dumps(list(targets)), time.time()),
+            )
+            sweep_id = int(cur.lastrowid or 0)
+            ids: list[int] = []
+            for arm in arms:
+                cur = db.execute(
+                    "INSERT INTO arms (sweep_id, name, recipe_path, selector, variant, config_yaml, summary,"
+                    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (sweep_id, arm.name, arm.recipe_path, arm.selector, arm.variant, arm.config_yaml,
+                     json.dumps(arm.summary), time.time()),
+                )  # fmt: skip
+                arm_id = int(cur.lastrowid or 0)
+                ids.append(
+                    _insert_attempt(db, arm_id, cluster, launcher, arm.config_yaml, arm.concurrencies, arm.marker)
+                )
+        return sweep_id, [self.attempt(i) for i in ids]
+
+    def mark_sweep_cancel_requested(self, sweep_id: int) -> None:
+        """The operator cancelled the sweep: its submissions that have not started do not start."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE sweeps SET cancel_requested_at = COALESCE(cancel_requested_at, ?) WHERE id = ?",
+                (time.time(), sweep_id),
+            )
+
+    def sweep_cancel_requested(self, sweep_id: int) -> bool:
+        rows = self._read("SELECT cancel_requested_at FROM sweeps WHERE id = ?", (sweep_id,))
+        return bool(rows) and rows[0]["cancel_requested_at"] is not None
+
+    def mark_not_submitted(self, attempt_id: int, reason: str) -> None:
+        """An attempt that will never be submitted because the operator cancelled it first."""
         now = time.time()
         with self._tx() as db:
-            number = int(
-                db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE arm_id = ?", (arm_id,)).fetchone()[
-                    0
-                ]
-            )
-            cur = db.execute(
-                "INSERT INTO attempts (arm_id, number, cluster, launcher, config_yaml, concurrencies, state,"
-                " submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (arm_id, number, cluster, launcher, config_yaml, json.dumps(list(concurrencies)), SUBMITTING, now, now),
-            )
-            attempt_id = int(cur.lastrowid or 0)
             db.execute(
-                "INSERT INTO attempt_states (attempt_id, at, state, source) VALUES (?, ?, ?, ?)",
-                (attempt_id, now, SUBMITTING, "console"),
+                "UPDATE attempts SET state = ?, reason = ?, cancel_requested_at = COALESCE(cancel_requested_at, ?),"
+                " ended_at = ?, updated_at = ? WHERE id = ? AND state = ?",
+                (JobState.CANCELLED.value, reason, now, now, now, attempt_id, SUBMITTING),
             )
-        return self.attempt(attempt_id)
+            db.execute(
+                "INSERT INTO attempt_states (attempt_id, at, state, reason, source) VALUES (?, ?, ?, ?, ?)",
+                (attempt_id, now, JobState.CANCELLED.value, reason, "console"),
+            )
 
     def mark_submitted(self, attempt_id: int, job_id: str, output_dir: str, results_dir: str | None) -> None:
         with self._tx() as db:
@@ -311,6 +517,14 @@ class Store:
             db.execute(
                 "INSERT INTO attempt_states (attempt_id, at, state, source) VALUES (?, ?, ?, ?)",
                 (attempt_id, time.time(), JobState.PENDING.value, "submit"),
+            )
+
+    def set_provenance(self, attempt_id: int, provenance: Mapping[str, Any]) -> None:
+        """Record what the attempt runs (written once, when it is submitted)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE attempts SET provenance = ?, updated_at = ? WHERE id = ?",
+                (json.dumps(dict(provenance)), time.time(), attempt_id),
             )
 
     def mark_submit_failed(self, attempt_id: int, error: str) -> None:
@@ -385,22 +599,27 @@ class Store:
     # --- reads -------------------------------------------------------------------------
 
     def sweeps(self) -> list[SweepRow]:
-        rows = self._db.execute("SELECT * FROM sweeps ORDER BY id").fetchall()
-        return [SweepRow(r["id"], r["name"], r["cluster"], json.loads(r["targets"]), r["created_at"]) for r in rows]
+        rows = self._read("SELECT * FROM sweeps ORDER BY id")
+        return [
+            SweepRow(
+                r["id"], r["name"], r["cluster"], json.loads(r["targets"]), r["created_at"], r["cancel_requested_at"]
+            )
+            for r in rows
+        ]
 
     def sweep(self, sweep_id: int) -> SweepRow | None:
         return next((s for s in self.sweeps() if s.id == sweep_id), None)
 
     def arms(self, sweep_id: int | None = None) -> list[ArmRow]:
         if sweep_id is None:
-            rows = self._db.execute("SELECT * FROM arms ORDER BY id").fetchall()
+            rows = self._read("SELECT * FROM arms ORDER BY id")
         else:
-            rows = self._db.execute("SELECT * FROM arms WHERE sweep_id = ? ORDER BY id", (sweep_id,)).fetchall()
+            rows = self._read("SELECT * FROM arms WHERE sweep_id = ? ORDER BY id", (sweep_id,))
         return [_arm(r) for r in rows]
 
     def arm(self, arm_id: int) -> ArmRow | None:
-        row = self._db.execute("SELECT * FROM arms WHERE id = ?", (arm_id,)).fetchone()
-        return _arm(row) if row else None
+        rows = self._read("SELECT * FROM arms WHERE id = ?", (arm_id,))
+        return _arm(rows[0]) if rows else None
 
     def attempts(self, arm_id: int | None = None, *, live: bool = False) -> list[AttemptRow]:
         sql = "SELECT * FROM attempts"
@@ -414,27 +633,66 @@ class Store:
             args.extend(LIVE_STATES)
         if clauses:
             sql += " WHERE " + " AND ".join(clauses)
-        rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
+        rows = self._read(sql + " ORDER BY id", args)
         return [_attempt(r) for r in rows]
 
     def attempt(self, attempt_id: int) -> AttemptRow:
-        row = self._db.execute("SELECT * FROM attempts WHERE id = ?", (attempt_id,)).fetchone()
-        if row is None:
+        rows = self._read("SELECT * FROM attempts WHERE id = ?", (attempt_id,))
+        if not rows:
             raise KeyError(attempt_id)
-        return _attempt(row)
+        return _attempt(rows[0])
 
     def get_offsets(self, attempt_id: int) -> dict[str, int]:
         """The follow offsets recorded for an attempt's files."""
-        rows = self._db.execute(
-            "SELECT file, offset FROM follow_offsets WHERE attempt_id = ? ORDER BY file", (attempt_id,)
-        ).fetchall()
+        rows = self._read("SELECT file, offset FROM follow_offsets WHERE attempt_id = ? ORDER BY file", (attempt_id,))
         return {r["file"]: int(r["offset"]) for r in rows}
 
     def history(self, attempt_id: int) -> list[tuple[float, str, str | None, str | None]]:
-        rows = self._db.execute(
+        rows = self._read(
             "SELECT at, state, reason, source FROM attempt_states WHERE attempt_id = ? ORDER BY rowid", (attempt_id,)
-        ).fetchall()
+        )
         return [(r["at"], r["state"], r["reason"], r["source"]) for r in rows]
+
+
+@dataclass(frozen=True)
+class LaunchArm:
+    """One arm of a launch as :meth:`Store.add_launch` records it."""
+
+    name: str
+    recipe_path: str
+    selector: str | None
+    variant: str | None
+    config_yaml: str
+    summary: dict[str, Any]
+    concurrencies: Sequence[int]
+    marker: str | None = None
+
+
+def _insert_attempt(
+    db: sqlite3.Connection,
+    arm_id: int,
+    cluster: str,
+    launcher: str,
+    config_yaml: str,
+    concurrencies: Sequence[int],
+    marker: str | None,
+) -> int:
+    now = time.time()
+    number = int(
+        db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE arm_id = ?", (arm_id,)).fetchone()[0]
+    )
+    cur = db.execute(
+        "INSERT INTO attempts (arm_id, number, cluster, launcher, config_yaml, concurrencies, state,"
+        " submitted_at, updated_at, marker, submitter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (arm_id, number, cluster, launcher, config_yaml, json.dumps(list(concurrencies)), SUBMITTING, now, now,
+         marker, this_process()),
+    )  # fmt: skip
+    attempt_id = int(cur.lastrowid or 0)
+    db.execute(
+        "INSERT INTO attempt_states (attempt_id, at, state, source) VALUES (?, ?, ?, ?)",
+        (attempt_id, now, SUBMITTING, "console"),
+    )
+    return attempt_id
 
 
 def _arm(r: sqlite3.Row) -> ArmRow:
@@ -449,5 +707,17 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["id"], r["arm_id"], r["number"], r["cluster"], r["launcher"], r["job_id"], r["output_dir"],
         r["results_dir"], r["config_yaml"], json.loads(r["concurrencies"]), r["state"], r["reason"],
         r["exit_code"], r["nodelist"], r["error"], r["submitted_at"], r["started_at"], r["ended_at"],
-        r["updated_at"], r["cancel_requested_at"], r["sched_submit_at"], r["sched_start_at"], r["sched_end_at"],
+        r["updated_at"], r["cancel_requested_at"], r["marker"], r["submitter"], _json_doc(r["provenance"]),
+        r["sched_submit_at"], r["sched_start_at"], r["sched_end_at"],
     )  # fmt: skip
+
+
+def _json_doc(text: str | None) -> dict[str, Any] | None:
+    """A stored JSON object, or None (absent, or unreadable: a damaged record is not fatal)."""
+    if not text:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None

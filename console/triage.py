@@ -16,6 +16,7 @@ lengths, and :func:`looks_binary` tells a log from a binary file.
 from __future__ import annotations
 
 import calendar
+import os
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO, Final
 
+from console.agent import inside, open_regular
 from console.diagnosis import Diagnosis, FindingGroup, Observation, diagnose_groups
 from console.sanitize import clean_line
 from console.signatures import Finding, Matcher, MatchStream, default_matcher
@@ -518,7 +520,8 @@ _FEED_BATCH = 4096
 def feed_file(triage: Triage, path: Path) -> None:
     """Feed a whole log file on this machine, line by line in batches; ``OSError`` when it cannot be read."""
     name = str(path)
-    with path.open("rb") as fh:
+    # A regular file only, opened without following a last link or blocking on a FIFO.
+    with os.fdopen(open_regular(name), "rb") as fh:
         batch: list[str] = []
         for line in read_lines(fh):
             batch.append(line)
@@ -528,11 +531,22 @@ def feed_file(triage: Triage, path: Path) -> None:
         triage.feed(name, batch)
 
 
+def within(path: Path, root: Path) -> bool:
+    """Whether ``path`` resolves inside ``root`` (a symbolic link out of a job's dir does not)."""
+    return inside(os.path.realpath(path), [os.path.realpath(root)])
+
+
 def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Diagnosis | None:
     """The diagnosis of a job from its logs on this machine; None when there are none."""
+    triage = triage_output_dir(output_dir)
+    return triage.diagnose(state) if triage is not None else None
+
+
+def triage_output_dir(output_dir: str | Path) -> Triage | None:
+    """Every log of a job dir on this machine read into one triage; None when there are none."""
     logs = Path(output_dir) / "logs"
     try:
-        files = sorted(p for p in logs.iterdir() if p.is_file() and p.name.endswith(LOG_SUFFIXES))
+        files = sorted(p for p in logs.iterdir() if p.is_file() and p.name.endswith(LOG_SUFFIXES) and within(p, logs))
     except OSError:
         return None
     if not files:
@@ -543,4 +557,4 @@ def diagnose_output_dir(output_dir: str | Path, state: str | None = None) -> Dia
             feed_file(triage, path)
         except OSError:
             continue
-    return triage.diagnose(state)
+    return triage

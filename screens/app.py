@@ -14,7 +14,7 @@ from textual.worker import Worker, WorkerState
 
 from console.clusters import LOCAL, Profile
 from console.engine import Engine, LaunchRefused
-from console.events import CoreEvent, Notice, TrackingError
+from console.events import CoreEvent, FileSkipped, Notice, TrackingError
 from console.model import Recipe
 from console.monitor import Monitor
 from console.paths import asset
@@ -102,6 +102,8 @@ class SrtConsole(App[None]):
         if isinstance(event, TrackingError):
             where = f"{event.cluster}: " if event.cluster else ""
             self.notify(f"{where}{event.message}", title="Tracking error", severity="warning", timeout=10)
+        elif isinstance(event, FileSkipped):
+            self.notify(clean_line(f"{event.file}: {event.reason}"), title="Not read", severity="warning", timeout=10)
 
     @work(exclusive=True, group="tracker", exit_on_error=False)
     async def track_jobs(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -13,10 +14,13 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from console.describe import shown
 from console.diagnosis import Diagnosis, FindingGroup, Observation
 from console.events import AgentChanged, AttemptChanged, LogLines, Triaged
 from console.ids import attempt_ref
 from console.monitor import AttemptView
+from console.provenance import Provenance
+from console.sanitize import clean_line
 from console.session import Session
 from console.stages import StageSnapshot
 from console.store import AttemptRow
@@ -28,6 +32,17 @@ from screens.widgets.workers import WorkersPanel
 
 MAX_MARKS = 100_000
 """Finding lines marked in the log view at most."""
+
+
+def provenance_line(attempt: AttemptRow) -> Text:
+    """What the attempt ran, in one line (values from the cluster and the recipe: cleaned)."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append("ran ", "dim")
+    if attempt.provenance is None:
+        text.append("not recorded")
+        return text
+    text.append(clean_line(Provenance.from_json(attempt.provenance).summary(), 400))
+    return text
 
 
 class AttemptScreen(ReportsWorkerErrors, Screen[None]):
@@ -50,10 +65,11 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         Binding("t", "follow", "Follow tail"),
         Binding("w", "wrap", "Wrap"),
         Binding("colon,g", "prompt('line')", "Go to line"),
-        Binding("v", "pager", "$PAGER"),
+        Binding("V", "pager", "$PAGER"),
         Binding("y", "copy_line", "Copy line", show=False),
         Binding("Y", "copy_path", "Copy path", show=False),
         Binding("l", "focus_log", "Log", show=False),
+        Binding("v", "report", "Report"),
     ]
 
     def __init__(self, session: Session, attempt_id: int) -> None:
@@ -63,7 +79,7 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         self.attempt_id = attempt_id
         self.attempt: AttemptRow = session.attempt(attempt_id)
         arm = session.arm(self.attempt.arm_id)
-        self.arm_name = arm.name if arm else "?"
+        self.arm_name = shown(arm.name) if arm else "?"
         demand = arm.summary.get("node_demand") if arm else None
         self.node_demand = demand if isinstance(demand, int) else None
         self.view: AttemptView | None = None
@@ -71,12 +87,14 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         self._following = asyncio.Event()
         self._opening = False
         self._seen_findings: set[tuple[str, int, str]] = set()
+        self.report_dir: Path | None = None  # where `v` saves the report (None: the working directory)
 
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="attempt-head")
+        yield Static("", id="attempt-provenance")
         yield DiagnosisBanner(id="banner")
         with Horizontal(id="attempt-panels"):
             yield WorkersPanel(id="workers-panel")
@@ -191,6 +209,7 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
             text.append("  logs ", "dim")
             text.append(agent.summary)
         self.query_one("#attempt-head", Static).update(text)
+        self.query_one("#attempt-provenance", Static).update(provenance_line(a))
 
     @on(CoreUpdate)
     def _core_update(self, message: CoreUpdate) -> None:
@@ -243,6 +262,16 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
 
     def action_follow(self) -> None:
         self.log_view.follow_tail()
+
+    def action_report(self) -> None:
+        """This attempt as a pull-request report (Markdown: saved and copied)."""
+        self.write_report(attempt_ref(self.attempt.arm_id, self.attempt.number))
+
+    @work(exclusive=False, group="report", exit_on_error=False)
+    async def write_report(self, target: str) -> None:
+        from screens.report_flow import save_report
+
+        await save_report(self, self.session, target, self.report_dir)
 
     def action_focus_log(self) -> None:
         self.log_view.body.focus()

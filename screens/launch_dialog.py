@@ -22,7 +22,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Select, Static
 
-from console.describe import grid_label, topology_label
+from console.describe import arm_facts, grid_label, shown, topology_label
 from console.launch_plan import ArmPlan, settings_label
 from console.model import Arm, Recipe
 from console.recipes import load_recipe
@@ -76,10 +76,10 @@ _VERDICTS = {
 def arm_text(check: ArmCheck, launcher: str) -> Text:
     arm = check.arm
     text = Text()
-    text.append(f"  {arm.name}\n", style="bold")
+    text.append(f"  {shown(arm.name)}\n", style="bold")
     text.append(
-        f"    {topology_label(arm.topology)} · {arm.topology.node_demand} node(s) · {arm.backend}/{arm.frontend}"
-        f" · {arm.benchmark} · points {grid_label(arm.concurrencies)}\n",
+        f"    {topology_label(arm.topology)} · {arm.topology.node_demand} node(s) · {arm_facts(arm)}"
+        f" · points {grid_label(arm.concurrencies)}\n",
         style="dim",
     )
     plan = check.plan
@@ -137,6 +137,7 @@ class LaunchDialog(ReportsWorkerErrors, ModalScreen[Launch | None]):
             )
             with VerticalScroll(id="plan-scroll"):
                 yield Static(self._plan(), id="plan")
+                yield Static(Text(""), id="pins")
             with Horizontal(id="buttons"):
                 yield Button("Launch (y)", variant="primary", id="launch")
                 yield Button("Preflight (p)", id="preflight")
@@ -168,8 +169,31 @@ class LaunchDialog(ReportsWorkerErrors, ModalScreen[Launch | None]):
         text.rstrip()
         return text
 
+    def _pins(self) -> Text:
+        """The checkout's pin checks per arm (blocking ones turn the button into Launch anyway)."""
+        text = Text()
+        plans = [c.plan for c in self.checks if c.plan is not None]
+        for plan in plans:
+            for problem in plan.pin_problems:
+                mark = "✗ " if problem.blocking else "! "
+                lines = [clean_line(line, 600) for line in problem.lines()]
+                text.append(mark + shown(plan.arm.name) + ": " + "\n    ".join(lines) + "\n",
+                            style="bold" if problem.blocking else "")  # fmt: skip
+        if not text.plain and self.planned and plans and self.session.profiles[self.cluster].launcher == "srtctl":
+            text.append("✓ pins: the checkout runs what the recipe and profile state")
+        text.rstrip()
+        return text
+
+    def _pins_block(self) -> bool:
+        return any(p.blocking for c in self.checks if c.plan is not None for p in c.plan.pin_problems)
+
     def _redraw(self) -> None:
         self.query_one("#plan", Static).update(self._plan())
+        self.query_one("#pins", Static).update(self._pins())
+        button = self.query_one("#launch", Button)
+        blocking = self._pins_block()
+        button.label = "Launch anyway (y)" if blocking else "Launch (y)"
+        button.variant = "error" if blocking else "primary"
 
     @work(exclusive=True, group="launch-plan", exit_on_error=False)
     async def check(self, cluster: str) -> None:
@@ -229,7 +253,8 @@ class LaunchDialog(ReportsWorkerErrors, ModalScreen[Launch | None]):
         if any(r.errors for r in self.recipes):
             self.notify(f"The recipes have errors for {self.cluster}'s srtctl: nothing submitted", severity="error")
             return
-        refused = [c.arm.name for c in self.checks if c.plan is not None and c.plan.blocking]
+        # srtctl's refusal stops the launch; failed pin checks only warn (Launch anyway).
+        refused = [c.arm.name for c in self.checks if c.plan is not None and c.plan.verdict == "refused"]
         if refused:
             self.notify(f"srtctl refused {', '.join(refused)}: nothing submitted", severity="error")
             return

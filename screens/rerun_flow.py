@@ -8,6 +8,7 @@ from typing import Any
 
 from textual.screen import Screen
 
+from console.describe import shown
 from console.engine import LaunchRefused
 from console.ids import arm_ref, attempt_ref
 from console.rerun import RerunPlan, RerunRefused, SweepRerun
@@ -23,7 +24,7 @@ def rerun_body(plan: RerunPlan) -> str:
     points = ", ".join(str(c) for c in plan.concurrencies)
     what = "only its missing points" if plan.missing_only else "the whole arm again, exactly the last config"
     lines = [
-        f"arm     {plan.arm}  {plan.arm_name}",
+        f"arm     {plan.arm}  {shown(plan.arm_name)}",
         f"what    {what}",
         f"points  {points}",
         f"cluster {plan.cluster}",

@@ -23,6 +23,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Label, Static
 
+from console.compare import Comparison, Side, arm_side_points, compare
+from console.describe import shown
 from console.engine import LaunchRefused
 from console.events import AttemptChanged, PointArrived, PointRunning
 from console.ids import arm_ref, attempt_ref, sweep_ref
@@ -30,7 +32,9 @@ from console.results import AttemptPoints, PointResult, arm_view, points_rows
 from console.results.arms import ResultsUnavailable, attempt_context, expected_points
 from console.results.export import NothingToExport, export_dir, write_export
 from console.session import Session
+from console.sides import SideError, side_of
 from console.store import ArmRow, AttemptRow
+from screens.baseline import DELTA_COLUMNS, VERDICT_COLUMN, delta_cells
 from screens.messages import CoreUpdate, ReportsWorkerErrors
 from screens.widgets.plot import PARETO, THROUGHPUT, PointsPlot, Series
 
@@ -116,6 +120,7 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("t", "toggle_plot", "Plot: pareto/throughput"),
         Binding("e", "export", "Export CSV+JSON"),
+        Binding("b", "baseline", "Baseline"),
         Binding("escape", "app.pop_screen", "Back"),
     ]
 
@@ -141,6 +146,9 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
         self.loaded = False
         self.row_updates = 0  # cells are only ever updated or rows added, never cleared
         self.point_times: dict[tuple[int, int], float] = {}  # (arm id, concurrency) -> when it became done
+        self.baseline: Side | None = None  # compared with on `b`: delta columns and a plot overlay
+        self.comparisons: dict[int, Comparison] = {}  # per arm, against the baseline
+        self._delta_shown: dict[tuple[int, int], dict[str, Any]] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -149,7 +157,7 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
             with VerticalScroll(id="results-tables"):
                 for arm in self.session.arms(self.sweep_id):
                     simulated = any(a.simulated for a in self.session.attempts(arm.id))
-                    title = Text(f"{arm_ref(arm.id)}  {arm.name}")
+                    title = Text(f"{arm_ref(arm.id)}  {shown(arm.name)}")
                     if simulated:
                         title.append("  SIMULATED: demo engine numbers, not measured", "italic")
                     yield Label(title, classes="results-arm-title")
@@ -161,7 +169,7 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
 
     def on_mount(self) -> None:
         sweep = self.session.sweep(self.sweep_id)
-        self.sub_title = f"results of {sweep_ref(self.sweep_id)} {sweep.name if sweep else ''}".strip()
+        self.sub_title = f"results of {sweep_ref(self.sweep_id)} {shown(sweep.name) if sweep else ''}".strip()
         for arm in self.session.arms(self.sweep_id):
             attempts = self.session.attempts(arm.id)
             self.arms[arm.id] = ArmResults(arm, attempts)
@@ -192,6 +200,10 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
         expected = sum(len(a.shown) for a in self.arms.values())
         loading = "" if self.loaded else "  (reading result files...)"
         text = f"{len(self.arms)} arm(s), {done}/{expected} points done · plot: {mode} (t)"
+        if self.baseline is not None:
+            regressed = sum(len(c.regressions) for c in self.comparisons.values())
+            lost = sum(len(c.lost) for c in self.comparisons.values())
+            text += f" · baseline {self.baseline.label}: {regressed} regressed, {lost} lost (b)"
         self.query_one("#results-head", Static).update(Text(text + loading))
 
     # --- filling in ---------------------------------------------------------------------
@@ -236,6 +248,77 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
             if point.status == "done" and (previous is None or previous.status != "done"):
                 self.point_times[(arm_id, point.concurrency)] = time.monotonic()
             state.shown[point.concurrency] = point
+        self._refresh_deltas(arm_id)
+        self._plot()
+        self._head()
+
+    def _refresh_deltas(self, arm_id: int) -> None:
+        """The arm's delta cells against the baseline, updated cell by cell."""
+        if self.baseline is None:
+            return
+        state = self.arms[arm_id]
+        shown = sorted(state.shown.values(), key=lambda p: p.concurrency)
+        candidate = Side(state.arm.name, arm_side_points(state.arm.summary, state.arm.name, shown))
+        comparison = compare(self.baseline, candidate)
+        self.comparisons[arm_id] = comparison
+        cells = delta_cells(comparison, self.get_component_rich_style("results--invalid", partial=True))
+        table = self.table(arm_id)
+        blank = {key: Text("-", justify="right") for key, _, _ in DELTA_COLUMNS} | {VERDICT_COLUMN[0]: Text("")}
+        for conc in state.shown:
+            key = str(conc)
+            if key not in table.rows:
+                continue
+            new = cells.get(conc, blank)
+            old = self._delta_shown.get((arm_id, conc), {})
+            for column, value in new.items():
+                if old.get(column) != value:
+                    table.update_cell(key, column, value)
+            self._delta_shown[(arm_id, conc)] = new
+
+    def action_baseline(self) -> None:
+        """Compare with a baseline run: delta columns per arm and its points on the plot."""
+        from screens.baseline import BaselineDialog
+
+        def chosen(text: str | None) -> None:
+            if text is not None:
+                self.set_baseline(text)
+
+        self.app.push_screen(BaselineDialog(self.baseline.label if self.baseline else None), chosen)
+
+    @work(exclusive=True, group="results-baseline", exit_on_error=False)
+    async def set_baseline(self, text: str) -> None:
+        if not text:
+            self._clear_baseline()
+            return
+        try:
+            side = await side_of(self.session, text)
+        except SideError as exc:
+            self.notify(f"no baseline: {exc}", severity="error")
+            return
+        if not any(p.done for p in side.points):
+            self.notify(f"{text}: no delivered point to compare with", severity="warning")
+        columns = [(key, label) for key, label, _ in DELTA_COLUMNS] + [VERDICT_COLUMN]
+        for arm_id in self.arms:
+            table = self.table(arm_id)
+            for key, label in columns:
+                if key not in table.columns:
+                    table.add_column(label, key=key, default=Text(""))
+        self.baseline = side
+        self._delta_shown.clear()
+        for arm_id in self.arms:
+            self._refresh_deltas(arm_id)
+        self._plot()
+        self._head()
+
+    def _clear_baseline(self) -> None:
+        self.baseline = None
+        self.comparisons.clear()
+        self._delta_shown.clear()
+        for arm_id in self.arms:
+            table = self.table(arm_id)
+            for key in [k for k, _, _ in DELTA_COLUMNS] + [VERDICT_COLUMN[0]]:
+                if key in table.columns:
+                    table.remove_column(key)
         self._plot()
         self._head()
 
@@ -260,6 +343,18 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
                     state.arm.name,
                     tuple((float(p.concurrency), p.output_tok_s) for p in done if p.output_tok_s is not None),
                 )
+            )
+        if self.baseline is not None:
+            base = sorted((p.point for p in self.baseline.points if p.done), key=lambda p: p.concurrency)
+            name = f"baseline {self.baseline.label}"
+            frontier = tuple(
+                (p.tok_s_per_user, p.tok_s_per_gpu)
+                for p in base
+                if p.tok_s_per_user is not None and p.tok_s_per_gpu is not None
+            )
+            pareto.append(Series(name, frontier))
+            throughput.append(
+                Series(name, tuple((float(p.concurrency), p.output_tok_s) for p in base if p.output_tok_s is not None))
             )
         plot.set_series(PARETO.key, pareto)
         plot.set_series(THROUGHPUT.key, throughput)

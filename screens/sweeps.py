@@ -10,6 +10,7 @@ elapsed time ticks from the rows held here, so the UI loop never waits on SQLite
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -59,6 +60,7 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         Binding("F", "rerun_failed", "Rerun failed"),
         Binding("p", "results", "Results"),
         Binding("e", "export_results", "Export"),
+        Binding("v", "report", "Report"),
         Binding("escape", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -86,6 +88,7 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         self._tree_pending = False
         self.refills = 0  # times the table was refilled (rows changed), not merely updated
         self._request: tuple[str | None, str] | None = None  # from the command palette, done once shown
+        self.report_dir: Path | None = None  # where `v` saves reports (None: the working directory)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -406,3 +409,17 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         from screens.rerun_flow import export_from_screen
 
         export_from_screen(self, self.session, sweep_id)
+
+    def action_report(self) -> None:
+        """The selected row's sweep as a pull-request report (Markdown: saved and copied)."""
+        sweep_id = self._sweep_id()
+        if sweep_id is None:
+            self.notify("No sweep selected", severity="warning")
+            return
+        self.write_report(f"s{sweep_id}")
+
+    @work(exclusive=False, group="report", exit_on_error=False)
+    async def write_report(self, target: str) -> None:
+        from screens.report_flow import save_report
+
+        await save_report(self, self.session, target, self.report_dir)

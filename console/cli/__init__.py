@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from console import __version__
-from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, watch_cmd
+from console.cli import jobs_cmd, recipes_cmd, results_cmd, scan_cmd, validate_cmd, watch_cmd
 from console.cli.context import EXIT_CODES_HELP, EXIT_USAGE, JSON_ERRORS, fail
+from console.store import StoreError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--wait", action="store_true", help="wait until every attempt has ended")
     p.add_argument("--dry-run", action="store_true", help="show what would run (srtctl dry-run); submit nothing")
+    p.add_argument(
+        "--force", action="store_true",
+        help="submit even when the pin checks fail (srt-slurm commit mismatch, unsupported backend)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = sub.add_parser("status", help="sweeps, arms and attempts with their Slurm states")
@@ -69,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
     scan_cmd.add_parser(sub)
     results_cmd.add_parsers(sub)
+    validate_cmd.add_parsers(sub)
 
     p = sub.add_parser(
         "watch",
@@ -126,11 +132,16 @@ def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
         "watch": watch_cmd.cmd_watch,
         "results": results_cmd.cmd_results,
         "rerun": results_cmd.cmd_rerun,
+        "report": validate_cmd.cmd_report,
+        "compare": validate_cmd.cmd_compare,
         "tui": lambda a: _tui(a, ui),
         None: lambda a: _tui(a, ui),
     }
     try:
         return handlers[args.command](args)
+    except StoreError as exc:
+        # A full disk, a locked or read-only store...: the cause, never a traceback.
+        return fail(str(exc))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

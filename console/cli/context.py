@@ -6,6 +6,7 @@ import json
 import sys
 from contextvars import ContextVar
 
+from console.describe import shown
 from console.ids import Ref, parse_ref
 from console.session import ConfigError, Session
 from console.store import AttemptRow, Store, StoreError
@@ -42,8 +43,8 @@ def fail(message: str, problems: list[str] | None = None, code: int = EXIT_BAD) 
         sys.stdout.write("\n")
         return code
     for problem in problems or []:
-        print(problem, file=sys.stderr)
-    print(f"srt-console: {message}", file=sys.stderr)
+        print(shown(problem, 4000), file=sys.stderr)
+    print(f"srt-console: {shown(message, 4000)}", file=sys.stderr)
     return code
 
 

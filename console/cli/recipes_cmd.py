@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from console.clusters import load_profiles
 from console.config import load_config
-from console.describe import grid_label, nodes_label, seq_label, topology_label
+from console.describe import arm_facts, grid_label, nodes_label, seq_label, shown, topology_label
 from console.model import Recipe
 from console.paths import bundled_recipes_dir, local_recipe_tree
 from console.recipes import load_targets
@@ -94,7 +95,7 @@ def _print_recipes(recipes: list[Recipe]) -> None:
     console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 200, highlight=False)
     for recipe in recipes:
         status = Text("ok", style="green") if recipe.ok else Text(f"{len(recipe.errors)} error(s)", style="red")
-        console.print(Text.assemble((_shown(recipe.path), "bold"), "  ", status))
+        console.print(Text.assemble((shown(_shown(recipe.path)), "bold"), "  ", status))
         if recipe.arms:
             table = Table(box=None, header_style="dim", pad_edge=False, padding=(0, 2, 0, 0))
             for column in (
@@ -111,9 +112,10 @@ def _print_recipes(recipes: list[Recipe]) -> None:
                 table.add_column(column)
             for arm in recipe.arms:
                 topo = arm.topology
+                engine, bench = arm_facts(arm).split(" · ", 1)
                 table.add_row(
-                    Text("  " + arm.name), topo.mode, topology_label(topo), nodes_label(topo), str(topo.total_gpus),
-                    f"{arm.backend}/{arm.frontend}", arm.benchmark, seq_label(arm), grid_label(arm.concurrencies),
+                    Text("  " + shown(arm.name)), topo.mode, topology_label(topo), nodes_label(topo),
+                    str(topo.total_gpus), engine, bench, seq_label(arm), grid_label(arm.concurrencies),
                 )  # fmt: skip
             console.print(table)
         for problem in recipe.problems:
@@ -122,7 +124,8 @@ def _print_recipes(recipes: list[Recipe]) -> None:
 
 def _shown(path: str) -> str:
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
+        # abspath, not resolve(): a symlink loop must not stop the listing.
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd()))
     except ValueError:
         return path
 
@@ -149,7 +152,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             for problem in recipe.problems:
                 print(problem)
             if recipe.ok:
-                print(f"{recipe.path}: ok ({len(recipe.arms)} arm{'s' if len(recipe.arms) != 1 else ''})")
+                print(f"{shown(recipe.path)}: ok ({len(recipe.arms)} arm{'s' if len(recipe.arms) != 1 else ''})")
         print(f"{len(recipes) - len(failed)} of {len(recipes)} recipe file(s) valid, {describe(flavour)}",
               file=sys.stderr)  # fmt: skip
     return 1 if failed or not recipes else 0

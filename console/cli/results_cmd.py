@@ -15,6 +15,7 @@ import yaml
 
 from console.cli.context import CliError, Context, fail, open_context
 from console.cli.jobs_cmd import attempt_doc
+from console.describe import shown
 from console.engine import LaunchRefused
 from console.ids import arm_ref, attempt_ref, parse_ref
 from console.recipes import load_recipe
@@ -351,7 +352,7 @@ async def _rerun_flow(ctx: Context, arms: list[ArmRow], args: argparse.Namespace
         if not args.json:
             print(f"Rerun {len(plans)} arm(s):")
             for plan in plans:
-                print(f"  {plan.describe()}")
+                print(f"  {shown(plan.describe(), 2000)}")
         if not args.yes:
             if not sys.stdin.isatty():
                 return _fail("not a terminal: add --yes to submit without confirmation")
@@ -384,9 +385,9 @@ async def _submit(ctx: Context, plans: list[RerunPlan], args: argparse.Namespace
         sys.stdout.write("\n")
     else:
         for doc in docs:
-            job = f"job {doc['job_id']}" if doc["job_id"] else (doc["error"] or "not submitted")
+            job = f"job {doc['job_id']}" if doc["job_id"] else shown(doc["error"] or "not submitted", 2000)
             points = "x".join(str(c) for c in doc["concurrencies"])
-            print(f"  {doc['id']:<8} {doc['arm']:<44} {doc['state']:<13} {job}  points {points}")
+            print(f"  {doc['id']:<8} {shown(doc['arm']):<44} {doc['state']:<13} {job}  points {points}")
     bad = [d for d in docs if d["state"] == "SUBMIT_FAILED" or (args.wait and d["state"] != "COMPLETED")]
     return 1 if bad or not docs else 0
 

@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from console.agent import open_regular
 from console.diagnosis import Diagnosis, FindingGroup
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, StageSnapshot
-from console.triage import Triage, feed_file, looks_binary
+from console.triage import Triage, feed_file, looks_binary, within
 
 __all__ = ["ScanError", "add_parser", "cmd_scan", "collect_files", "scan_paths"]
 
@@ -104,7 +105,7 @@ def collect_files(paths: list[str]) -> tuple[list[Path], list[str]]:
         else:
             raise ScanError(f"{raw}: not a regular file or directory")
         for f in found:
-            key = f.resolve()
+            key = Path(os.path.realpath(f))
             if key not in seen:
                 seen.add(key)
                 files.append(f)
@@ -124,7 +125,12 @@ def _walk(root: Path, notes: list[str]) -> list[Path]:
             if name.startswith(".") or not name.endswith(LOG_SUFFIXES):
                 continue
             path = current / name
+            if not within(path, root):
+                notes.append(f"skipped {path}: a symbolic link out of {root}")
+                continue
             if not path.is_file():
+                if path.exists() or path.is_symlink():
+                    notes.append(f"skipped {path}: not a regular file")
                 continue
             try:
                 _check_readable(path, explicit=False)
@@ -132,6 +138,10 @@ def _walk(root: Path, notes: list[str]) -> list[Path]:
                 notes.append(f"skipped {exc}")
                 continue
             found.append(path)
+    # `srtctl apply --mock` writes its orchestrator log beside logs/, in the job dir.
+    mock = root / "mock_worker.log"
+    if base != root and mock.is_file():
+        found.append(mock)
     found.sort(key=_file_order)
     return found
 
@@ -146,7 +156,7 @@ def _file_order(path: Path) -> tuple[int, str]:
 
 def _check_readable(path: Path, *, explicit: bool) -> None:
     try:
-        with path.open("rb") as fh:
+        with os.fdopen(open_regular(str(path)), "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
     except OSError as exc:
         raise ScanError(f"{path}: cannot read: {exc.strerror or exc}") from None

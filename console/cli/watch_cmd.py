@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 from console.cli.context import EXIT_BAD, EXIT_OK, CliError, fail, open_context, resolve_attempts
-from console.events import AgentChanged, AttemptChanged, CoreEvent, PointArrived, TrackingError, Triaged
+from console.describe import shown
+from console.events import AgentChanged, AttemptChanged, CoreEvent, FileSkipped, PointArrived, TrackingError, Triaged
 from console.ids import attempt_ref
 from console.sanitize import clean_line
 
@@ -80,7 +81,7 @@ class _Printer:
         if self.as_json:
             print(json.dumps({"attempt": ref or None, "event": kind, **doc}), flush=True)
         else:
-            print(f"{time.strftime('%H:%M:%S')} {ref:<7} {kind:<9} {text}", flush=True)
+            print(f"{time.strftime('%H:%M:%S')} {ref:<7} {kind:<9} {shown(text, 2000)}", flush=True)
 
     def event(self, event: CoreEvent) -> None:
         if isinstance(event, AttemptChanged) and event.attempt.id in self.refs:
@@ -128,6 +129,9 @@ class _Printer:
         elif isinstance(event, AgentChanged):
             self._out(None, "follow", f"{event.cluster}: {event.status.state.value} {event.status.message}",
                       {"cluster": event.cluster, "state": event.status.state.value})  # fmt: skip
+        elif isinstance(event, FileSkipped) and event.attempt_id in self.refs:
+            self._out(event.attempt_id, "skipped", clean_line(f"not read: {event.file}: {event.reason}"),
+                      {"file": event.file, "reason": event.reason})  # fmt: skip
         elif isinstance(event, TrackingError):
             where = event.cluster or "tracking"
             self._out(None, "error", f"{where}: {event.message}", {"cluster": event.cluster, "message": event.message})

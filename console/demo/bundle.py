@@ -16,8 +16,6 @@ import zipfile
 from functools import cache
 from pathlib import Path
 
-import platformdirs
-
 PACKAGE_DIR = Path(__file__).resolve().parent / "engine"
 PACKAGE = "engine"  # the package's name inside the archive
 _MAIN = f"import sys\n\nfrom {PACKAGE}.cli import main\n\nsys.exit(main())\n"
@@ -53,9 +51,19 @@ def engine_name() -> str:
     return f"srt-demo-engine-{engine_digest()}.pyz"
 
 
+def _cache_dir() -> Path:
+    # platformdirs is the console's dependency; a cluster's own python3 (the srtctl stand-in
+    # runs this module there) may not have it, and then the XDG default is the same place.
+    try:
+        import platformdirs
+    except ImportError:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "srt-console"
+    return Path(platformdirs.user_cache_dir("srt-console"))
+
+
 def engine_script() -> Path:
     """The zipapp written to this machine's cache (once per version), to run it in place."""
-    directory = Path(platformdirs.user_cache_dir("srt-console")) / "demo-engine"
+    directory = _cache_dir() / "demo-engine"
     path = directory / engine_name()
     if not path.is_file():
         directory.mkdir(parents=True, exist_ok=True)

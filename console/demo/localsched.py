@@ -286,6 +286,15 @@ class LocalScheduler:
             nodes=job.get("nodes"),
         )
 
+    async def find_marked(self, markers: list[str]) -> dict[str, str]:
+        wanted = set(markers)
+        found: dict[str, str] = {}
+        for job_id in self.job_ids():
+            comment = (read_job(self.state_dir, job_id) or {}).get("comment")
+            if isinstance(comment, str) and comment in wanted and comment not in found:
+                found[comment] = job_id
+        return found
+
     def status(self, job_id: str) -> JobStatus:
         """One job's state from its file; a live job whose runner vanished is NODE_FAIL."""
         valid_job_id(job_id)
@@ -360,6 +369,11 @@ class LocalScheduler:
                 return job
             if job.get("runner_pid") and process_alive(job["runner_pid"], job.get("runner_start")):
                 return job
+            # As when a node dies, nothing of the job outlives it: its process group goes too
+            # (else it would run on unseen and could not be cancelled).
+            script = job.get("script_pid")
+            if isinstance(script, int) and script > 0:
+                _killpg(script, signal.SIGKILL)
             job.update(state=JobState.NODE_FAIL.value, reason=reason, end_time=time.time(), exit_code="0:0")
             write_json_atomic(job_path(self.state_dir, job_id), job)
             return job
@@ -421,6 +435,7 @@ class LocalScheduler:
                 "time_limit_s": limit,
                 "grace_s": self.grace_seconds,
                 "env": dict(sub.env),
+                "comment": sub.comment,
                 "state": JobState.PENDING.value,
                 "reason": "None",
                 "submit_time": time.time(),
@@ -482,6 +497,14 @@ def job_env(job: dict[str, Any]) -> dict[str, str]:
         SLURM_NODELIST=_nodelist(nodes),
         SLURM_SUBMIT_DIR=str(job.get("workdir") or os.getcwd()),
         SLURM_CLUSTER_NAME="local",
+    )
+    # Every node of this scheduler is this machine, with all its CPUs; one task per node (the demo
+    # batch script's --ntasks-per-node=1), as sbatch tells a job its allocation.
+    cpus = os.cpu_count() or 1
+    env.update(
+        SLURM_JOB_CPUS_PER_NODE=f"{cpus}(x{nodes})" if nodes > 1 else str(cpus),
+        SLURM_CPUS_ON_NODE=str(cpus),
+        SLURM_NTASKS=str(nodes),
     )
     if job.get("partition"):
         env["SLURM_JOB_PARTITION"] = str(job["partition"])

@@ -34,6 +34,7 @@ def arm_plan(arm: Arm) -> dict[str, Any]:
     topo = arm.topology
     return {
         "name": arm.name,
+        "recipe_path": arm.recipe_path,
         "config": arm.config,
         "backend": arm.backend,
         "frontend": arm.frontend,
@@ -157,7 +158,9 @@ def render_batch_script(
         argv += ["--results-root", results_root]
     if speed is not None:
         argv += ["--speed", repr(float(speed))]
-    command = " ".join(shlex.quote(a) for a in argv)
+    # "$0" is the job's copy of this script (Slurm's spool, the local scheduler's state dir):
+    # the engine keeps it as sbatch_script.sh, as srtctl does.
+    command = " ".join(shlex.quote(a) for a in argv) + ' --batch-script "$0"'
     lines += [
         f"# srt-console demo launcher: arm {shlex.quote(arm.name)}, attempt {attempt}",
         "set -u",
@@ -167,12 +170,15 @@ def render_batch_script(
         'wait "$pid"',
         "rc=$?",
         'while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done',
+        'echo ""',
+        'echo "=========================================="',
         'if [ "$rc" -eq 0 ]; then',
         '  echo "✓ Sweep completed successfully"',
         "else",
         '  echo "✗ Sweep failed (exit code: $rc)"',
         "fi",
         'echo "End: $(date)"',
+        'echo "=========================================="',
         'exit "$rc"',
         "",
     ]

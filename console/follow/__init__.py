@@ -58,6 +58,7 @@ from console.follow.events import (
     LinesEvent,
     ResetEvent,
     ResultEvent,
+    SkippedEvent,
 )
 from console.follow.follower import Follower
 from console.follow.protocol import BOOTSTRAP, RecordReader, agent_argv, agent_source
@@ -80,6 +81,7 @@ __all__ = [
     "RecordReader",
     "ResetEvent",
     "ResultEvent",
+    "SkippedEvent",
     "_StreamState",
     "agent_argv",
     "agent_source",

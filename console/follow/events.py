@@ -25,6 +25,15 @@ class FileGoneEvent:
 
 
 @dataclass(frozen=True)
+class SkippedEvent:
+    """A file of a followed dir that is not read (a link out of the dir, a loop, a special file)."""
+
+    dir: str
+    file: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class LinesEvent:
     dir: str
     file: str
@@ -100,7 +109,7 @@ class AgentStatus:
 
 
 FollowEvent: TypeAlias = (
-    FileEvent | FileGoneEvent | LinesEvent | CandidatesEvent | ResultEvent | ResetEvent | AgentStatus
+    FileEvent | FileGoneEvent | LinesEvent | CandidatesEvent | ResultEvent | ResetEvent | SkippedEvent | AgentStatus
 )
 
 

@@ -27,6 +27,7 @@ from console.follow.events import (
     LinesEvent,
     ResetEvent,
     ResultEvent,
+    SkippedEvent,
 )
 from console.follow.protocol import (
     _ERRNO_EXC,
@@ -194,8 +195,9 @@ class Follower:
         path = file if posixpath.isabs(file) else posixpath.join(directory, file)
         if self._tail is not None:
             return await self.transport.read_file(path, offset, length, timeout=timeout)
+        # With its dir, so that the agent keeps the read inside the followed dirs.
         _header, payload = await self._request(
-            {"op": "read", "file": path, "offset": offset, "length": length}, timeout
+            {"op": "read", "dir": directory, "file": path, "offset": offset, "length": length}, timeout
         )
         return payload or b""
 
@@ -206,7 +208,9 @@ class Follower:
         path = file if posixpath.isabs(file) else posixpath.join(directory, file)
         if self._tail is not None:
             return await _tail_head_tail(self.transport, directory, file, path, head, tail, timeout)
-        header, payload = await self._request({"op": "head_tail", "file": path, "head": head, "tail": tail}, timeout)
+        header, payload = await self._request(
+            {"op": "head_tail", "dir": directory, "file": path, "head": head, "tail": tail}, timeout
+        )
         data = payload or b""
         head_len = int(header.get("head_len", len(data)))
         return ResultEvent(
@@ -552,6 +556,8 @@ class Follower:
             fs.partial.clear()
             fs.dropped = 0
             await self._emit(ResetEvent(state.dir, name, str(kind), int(header.get("size") or 0)))
+        elif kind == "skipped":
+            await self._emit(SkippedEvent(state.dir, name, str(header.get("reason") or "not read")))
         elif kind == "gone":
             fs.announced = False
             fs.seen = None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from console.agent import inside, open_regular
 from console.model import Arm, Pin, Problem, Recipe, RecipeKind
 from console.recipes import expand as expansion
 from console.recipes import fork, upstream
@@ -23,6 +25,7 @@ from console.recipes.topology import (
     topology,
 )
 from console.recipes.yamlio import YamlError, decode, load
+from console.sanitize import has_controls
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
 
@@ -49,7 +52,7 @@ def load_recipe(
     shown = str(path)
     if text is None:
         try:
-            raw = Path(path).read_bytes()
+            raw = _read_regular(shown)
         except IsADirectoryError:
             return _broken(shown, None, "is a directory, not a recipe file")
         except OSError as exc:
@@ -94,6 +97,25 @@ def load_recipe(
     return Recipe(shown, tuple(arms), tuple(problems), text, kind)
 
 
+MAX_RECIPE_BYTES = 16 << 20
+
+
+def _read_regular(path: str) -> bytes:
+    """The bytes of a regular file; a FIFO, device or socket is refused unopened for reading
+    (opened without blocking, never read), so it can never hang a command or the UI."""
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL and os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path) from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_RECIPE_BYTES + 1)
+    if len(data) > MAX_RECIPE_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_RECIPE_BYTES >> 20} MiB, not a recipe", path)
+    return data
+
+
 def _broken(path: str, line: int | None, message: str, text: str = "") -> Recipe:
     return Recipe(path, (), (Problem(path, line, "", message),), text, "invalid")
 
@@ -131,13 +153,19 @@ def _arm(
         if section in config:
             spec.check(config[section], (section,), out)
     verdict = [*judge(found, flavour), *((f.path, f.message, f.severity, f.kind) for f in out.found)]
+    name = variant.name or Path(path).stem
+    if has_controls(name):
+        # It becomes a Slurm job name, a file name and a terminal title: a line break or an
+        # escape sequence there is a command to each of them.
+        message = "holds control characters (a line break, a tab, an escape sequence): use plain text"
+        verdict.append((("name",), message, "error", ""))
     v2 = schema_version(config) == 2
     points, isl, osl = grid(config, Checker())
     if any(severity == "error" for _, _, severity, _ in verdict) and not topo.roles:
         return None, verdict
     model, resources, bench = (_mapping(config.get(k)) for k in ("model", "resources", "benchmark"))
     arm = Arm(
-        name=variant.name or Path(path).stem,
+        name=name,
         recipe_path=path,
         variant=variant.label,
         selector=variant.selector,
@@ -196,7 +224,14 @@ def load_targets(targets: Iterable[str | os.PathLike[str]], flavour: Flavour | N
         path_text, selector = split_target(str(target))
         path = Path(path_text)
         if path.is_dir():
-            recipes.extend(load_recipe(f, flavour=flavour) for f in recipe_files(path))
+            real_root = os.path.realpath(path)
+            for f in recipe_files(path):
+                if inside(os.path.realpath(f), [real_root]):
+                    recipes.append(load_recipe(f, flavour=flavour))
+                else:
+                    # A link out of the folder is not read on the folder's behalf.
+                    message = f"not read: a symbolic link out of {path_text} (name the file itself to check it)"
+                    recipes.append(_broken(str(f), None, message))
         elif not path.exists():
             recipes.append(_broken(path_text, None, "no such file or directory"))
         else:

@@ -10,6 +10,9 @@ from console.model import Pin
 
 _PIN_KEY = re.compile(r"(COMMIT|SHA|REVISION|_REV|_REF|VERSION|IMAGE|_TAG)$", re.IGNORECASE)
 _FULL_SHA = re.compile(r"\b[0-9a-f]{40}\b")
+# The srt-slurm commit a recipe needs: `# srt-slurm: <sha>` (a short id is enough).
+_SRT_SLURM = re.compile(r"^\s*srt-slurm(?:\s+commit)?\s*[:=@]\s*([0-9a-f]{7,40})\b", re.IGNORECASE)
+SRT_SLURM_PIN = "srt-slurm"
 _SHORT_SHA = re.compile(r"\b(?:commit|sha|rev|revision|pin(?:ned)?|@)\s*[:=]?\s*([0-9a-f]{7,39})\b", re.IGNORECASE)
 
 
@@ -62,6 +65,10 @@ def comment_pins(text: str) -> list[Pin]:
         if hash_at < 0:
             continue
         comment = line[hash_at + 1 :]
+        required = _SRT_SLURM.match(comment)
+        if required:
+            pins.append(Pin(SRT_SLURM_PIN, required.group(1).lower(), f"comment line {number}"))
+            continue
         found = _FULL_SHA.search(comment)
         value = found.group(0) if found else None
         if value is None:

@@ -39,8 +39,22 @@ def cut_short(text: str) -> bool:
 def as_float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
     return result if math.isfinite(result) else None
+
+
+def out_of_range(value: Any) -> bool:
+    """An integer too large for a float (a number no benchmark writes: a broken or hostile file)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
 
 
 def as_int(value: Any) -> int | None:

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.agent import open_regular
 from console.results.fields import MAX_STR as _MAX_STR
-from console.results.fields import ScanStatus, as_float, as_int, as_str, cut_short
+from console.results.fields import ScanStatus, as_float, as_int, as_str, cut_short, out_of_range
 
 DEFAULT_HEAD_BYTES = 16 * 1024
 DEFAULT_TAIL_BYTES = 16 * 1024
@@ -58,7 +59,8 @@ def read_head_tail(
     When the two windows meet, the whole file is returned as ``head`` with an empty ``tail``.
     Raises ``OSError`` when the file cannot be opened.
     """
-    with open(path, "rb") as f:
+    # A regular file only: a FIFO or device never blocks the reader.
+    with os.fdopen(open_regular(str(path)), "rb") as f:
         head = bytearray()
         eof = False
         while len(head) < head_bytes:
@@ -335,6 +337,9 @@ def scan_result(head: bytes, tail: bytes, size: int, *, head_is_whole: bool) -> 
             tail_text.rstrip().endswith("}") and any(_LATENCY_KEY.match(k) for k in fields)
         )
 
+    huge = sorted(k for k, v in fields.items() if out_of_range(v))
+    if huge:
+        return ScanResult("invalid", ResultScalars(), "number out of range in " + ", ".join(huge[:5]))
     scalars = _scalars_from(fields)
     if not closed:
         return ScanResult(

@@ -26,22 +26,36 @@ class TransportError(Exception):
 
 
 class HostKeyError(TransportError):
-    """The server's host key is unknown or changed: refused, never accepted silently."""
+    """The server's host key is unknown or changed: refused, never accepted silently.
 
-    def __init__(self, host: str, port: int, known_hosts: str, detail: str = "") -> None:
+    ``known_hosts`` names the files the profile uses (the first one is where the advice adds a
+    key); ``changed`` is True when those files hold another key for this host: a possible
+    man-in-the-middle, and said so."""
+
+    def __init__(self, host: str, port: int, known_hosts: str, detail: str = "", *, changed: bool = False) -> None:
         self.host = host
         self.port = port
         self.known_hosts = known_hosts
+        self.changed = changed
         where = f"{host} port {port}"
-        message = (
-            f"host key of {where} is not trusted (unknown, or changed since it was recorded) "
-            f"according to {known_hosts}"
-            + (f" ({detail})" if detail else "")
-            + ". If this is a new server: check its fingerprint with the cluster admins, then trust it with "
-            f"`ssh-keyscan -p {port} {host} >> ~/.ssh/known_hosts` (or run `ssh -p {port} {host}` once and "
-            "accept it), or set `known_hosts` in the cluster profile. If the key changed unexpectedly, "
-            "do not trust it before the admins confirm the change."
-        )
+        first = known_hosts.split(", ")[0]
+        entry = host if port == 22 else f"[{host}]:{port}"
+        found = f" ({detail})" if detail else ""
+        if changed:
+            message = (
+                f"host key of {where} has CHANGED since it was recorded in {known_hosts}{found}: someone may be "
+                "intercepting the connection (a man-in-the-middle attack), or the server was reinstalled. "
+                "Nothing was sent. Ask the cluster admins whether its key changed and compare fingerprints; "
+                f"only then remove the old entry (`ssh-keygen -R '{entry}' -f {first}`) and trust the new one "
+                f"(`ssh-keyscan -p {port} {host} >> {first}`)."
+            )
+        else:
+            message = (
+                f"host key of {where} is unknown: not in {known_hosts}{found}. If this is a new server: check "
+                f"its fingerprint with the cluster admins, then trust it with `ssh-keyscan -p {port} {host} "
+                f">> {first}` (or run `ssh -p {port} {host}` once and accept it), or set `known_hosts` in the "
+                "cluster profile."
+            )
         super().__init__(message)
 
 

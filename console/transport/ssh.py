@@ -22,6 +22,7 @@ import os
 import posixpath
 import secrets
 import shlex
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,10 @@ CHANNEL_RETRY_S = 0.1
 TERMINATE_GRACE_S = 2.0
 
 _TRANSIENT = (OSError, asyncssh.Error, asyncio.TimeoutError, EOFError)
+# Nothing listens, or no route: a first connection fails after this many quick tries
+# (a connection that worked before keeps retrying: the server may be restarting).
+_UNREACHABLE = (ConnectionRefusedError, socket.gaierror)
+UNREACHABLE_TRIES = 2
 _LOST = (asyncssh.ConnectionLost, asyncssh.SFTPConnectionLost, BrokenPipeError, ConnectionResetError)
 
 
@@ -127,6 +132,18 @@ class SshTarget:
         user = f"{self.user}@" if self.user else ""
         port = f":{self.port}" if self.port else ""
         return f"{user}{self.host}{port}"
+
+
+def _host_known(files: str, host: str, port: int) -> bool:
+    """Whether the known_hosts files (", "-joined) hold any key for ``host`` at ``port``."""
+    for name in files.split(", "):
+        try:
+            keys = asyncssh.match_known_hosts(os.path.expanduser(name), host, host, port)[0]
+        except (OSError, ValueError, asyncssh.Error):
+            continue
+        if keys:
+            return True
+    return False
 
 
 def _as_bytes(data: bytes | str | None) -> bytes:
@@ -406,7 +423,7 @@ class SshTransport:
             try:
                 conn = await asyncssh.connect(self.target.host, **options)
             except asyncssh.HostKeyNotVerifiable as exc:
-                error = HostKeyError(host, port, known_hosts, str(exc))
+                error = HostKeyError(host, port, known_hosts, str(exc), changed=_host_known(known_hosts, host, port))
                 self._set_status(ConnectionState.FAILED, str(error))
                 raise error from exc
             except asyncssh.PermissionDenied as exc:
@@ -414,9 +431,15 @@ class SshTransport:
                 self._set_status(ConnectionState.FAILED, message)
                 raise TransportError(message) from exc
             except _TRANSIENT as exc:
+                reason = str(exc) or type(exc).__name__
+                if self.connects == 0 and isinstance(exc, _UNREACHABLE) and attempt + 1 >= UNREACHABLE_TRIES:
+                    # Never connected, and nothing listens there: say so now rather than retry
+                    # until the caller's timeout. A later command tries again.
+                    message = f"{self.name}: cannot connect to {self.target} ({host} port {port}): {reason}"
+                    self._set_status(ConnectionState.FAILED, message)
+                    raise TransportError(message) from exc
                 delay = self._backoff.delay(attempt)
                 attempt += 1
-                reason = str(exc) or type(exc).__name__
                 self._set_status(ConnectionState.RETRYING, f"disconnected, retrying in {delay:.1f} s: {reason}")
                 await asyncio.sleep(delay)
                 continue

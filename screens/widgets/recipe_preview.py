@@ -13,8 +13,9 @@ from textual.highlight import highlight
 from textual.widget import Widget
 from textual.widgets import Label, Static, TabbedContent, TabPane
 
-from console.describe import grid_label, nodes_label, seq_label
+from console.describe import grid_label, nodes_label, seq_label, shown
 from console.model import Arm, Recipe
+from console.sanitize import clean_text
 from screens.widgets.recipe_tree import display_path
 from screens.widgets.topology import TopologyView
 
@@ -28,7 +29,7 @@ class ArmCard(Vertical):
 
     def compose(self) -> ComposeResult:
         arm, topo = self.arm, self.arm.topology
-        yield Label(Text(arm.name), classes="arm-title")
+        yield Label(Text(shown(arm.name)), classes="arm-title")
         facts = [
             ("variant", arm.variant or "-"),
             ("selector", f":{arm.selector}" if arm.selector else "-"),
@@ -43,15 +44,15 @@ class ArmCard(Vertical):
         text = Text()
         for key, value in facts:
             text.append(f"  {key:<18}", style="dim")
-            text.append(f"{value}\n")
+            text.append(f"{shown(value)}\n")
         text.rstrip()
         yield Static(text, classes="facts")
         # Pins are long (image URIs, commit hashes): each wraps inside the card, never cut.
         for pin in arm.pins:
             pin_text = Text(overflow="fold")
-            pin_text.append(f"pin {pin.name}  ", style="dim")
-            pin_text.append(pin.value)
-            pin_text.append(f"  ({pin.source})", style="dim")
+            pin_text.append(f"pin {shown(pin.name)}  ", style="dim")
+            pin_text.append(shown(pin.value))
+            pin_text.append(f"  ({shown(pin.source)})", style="dim")
             yield Static(pin_text, classes="pin")
         yield TopologyView(topo)
 
@@ -59,7 +60,7 @@ class ArmCard(Vertical):
 def numbered_yaml(text: str) -> Content:
     """Recipe text highlighted in the theme's colours, with line numbers. It is shown as text:
     the highlighter never interprets markup."""
-    lines = highlight(text, language="yaml").split("\n")
+    lines = highlight(clean_text(text), language="yaml").split("\n")
     width = len(str(len(lines)))
     return Content("\n").join(
         Content.assemble((f"{number:>{width}} ", "$text-muted"), line) for number, line in enumerate(lines, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -10,13 +11,14 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from console.describe import shown
 from console.model import Recipe
 from console.paths import root_label
 from screens.messages import RecipeSelected
 
 
 def _label(recipe: Recipe, ok: Style, bad: Style, marked: bool = False) -> Text:
-    name = Path(recipe.path).name
+    name = shown(Path(recipe.path).name)
     mark = ("● ", "bold") if marked else ("", "")
     if not recipe.ok:
         return Text.assemble(mark, ("✗ ", bad + Style(bold=True)), name, (f"  {len(recipe.errors)} error(s)", bad))
@@ -142,13 +144,14 @@ def _folder_name(node: TreeNode[Recipe]) -> str:
 
 def display_path(path: str, roots: list[Path]) -> str:
     """A recipe's path as the operator knows it: from its library folder down."""
-    return "/".join((*_folder_parts(Path(path), roots), Path(path).name))
+    return shown("/".join((*_folder_parts(Path(path), roots), Path(path).name)))
 
 
 def _folder_parts(path: Path, roots: list[Path]) -> tuple[str, ...]:
     for root in roots:
         try:
-            relative = path.resolve().relative_to(root.resolve())
+            # abspath, not resolve(): a symlink loop must not stop the tree.
+            relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
         except ValueError:
             continue
         return (root_label(root), *relative.parts[:-1])

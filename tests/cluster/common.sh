@@ -40,6 +40,7 @@ SRT_SLURM=$HOME_DIR/srt-slurm
 STACK_LIB=$BASE/lib
 IMAGES=$BASE/images
 DYNAMO_IMAGE=$IMAGES/dynamo
+PLUGSTACK_CONF=/etc/slurm/plugstack.conf.d/srt-console-container.conf
 
 SSH_KEY=$SSHDIR/client_ed25519
 KNOWN_HOSTS=$SSHDIR/known_hosts

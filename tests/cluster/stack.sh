@@ -37,7 +37,7 @@ as_user() { runuser -u "$TEST_USER" -- "$@"; }
 
 plugin_src=$SCRIPT_DIR/container/spank_container.c
 plugin=$STACK_LIB/spank_container.so
-plugin_conf=/etc/slurm/plugstack.conf.d/srt-console-container.conf
+plugin_conf=$PLUGSTACK_CONF
 want=$(sha256sum "$plugin_src" | cut -d' ' -f1)
 if ! stamp_ok "$plugin.stamp" "$want" || [[ ! -r $plugin || ! -r $plugin_conf ]]; then
     gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$plugin.tmp" "$plugin_src"

@@ -6,7 +6,7 @@
 # Idempotent: if the cluster this script started is up and healthy, it only
 # checks it and exits. If it is partly broken, it is stopped and started
 # afresh. Writes $SRT_CLUSTER_BASE/cluster.env for the test suite.
-set -euo pipefail
+set -Eeuo pipefail  # -E: the ERR trap below also reports failures inside functions
 
 PROG=up.sh
 # shellcheck source=common.sh
@@ -402,6 +402,8 @@ MailProg=/bin/true
 JobCompType=jobcomp/filetxt
 JobCompLoc=$LOGDIR/jobcomp.log
 AccountingStorageType=accounting_storage/slurmdbd
+# sacct keeps job comments (the console marks its jobs there, to find them after a kill).
+AccountingStoreFlags=job_comment
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$SLURMDBD_PORT
 JobAcctGatherType=jobacct_gather/linux
@@ -424,12 +426,22 @@ step "slurmdbd ready, cluster '$CLUSTER_NAME' registered"
 
 # --- slurmctld + slurmd -----------------------------------------------------------
 
+# The container stand-in (stack.sh) is a required plugin: a stack.sh registration whose plugin
+# file is gone (its base dir was wiped) would stop every slurmd; it is registered again by
+# stack.sh.
+if [[ -e $PLUGSTACK_CONF ]] && grep -qxF "$MARKER" "$PLUGSTACK_CONF" \
+    && ! [[ -r $(awk '$1 == "required" { print $2 }' "$PLUGSTACK_CONF") ]]; then
+    rm -f "$PLUGSTACK_CONF"
+    log "removed $PLUGSTACK_CONF: its plugin is gone (stack.sh installs it again)"
+fi
+
 spawn in_ns /usr/sbin/slurmctld -c >"$LOGDIR/slurmctld.stderr" 2>&1
 wait_for "slurmctld (scontrol ping)" 30 "$LOGDIR/slurmctld.log $LOGDIR/slurmctld.stderr" slurmctld slurm_up
 step "slurmctld UP"
 for n in $(node_names); do
     install -d -m 0755 "$BASE/spool/slurmd-$n"
-    spawn in_ns /usr/sbin/slurmd -N "$n" >"$LOGDIR/slurmd-$n.stderr" 2>&1
+    spawn in_ns /usr/sbin/slurmd -N "$n" >"$LOGDIR/slurmd-$n.stderr" 2>&1 \
+        || { tail_log "$LOGDIR/slurmd-$n.log" "$LOGDIR/slurmd-$n.stderr"; die "slurmd for $n did not start"; }
 done
 node_logs=$(for n in $(node_names); do printf '%s ' "$LOGDIR/slurmd-$n.log" "$LOGDIR/slurmd-$n.stderr"; done)
 wait_for "$NODES nodes idle (sinfo)" 30 "$LOGDIR/slurmctld.log $node_logs" \

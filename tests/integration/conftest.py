@@ -230,6 +230,7 @@ def site(slurm_cluster: ClusterInfo, tmp_path: Path, monkeypatch: pytest.MonkeyP
             "testsrtctl": {
                 "ssh": ssh, "launcher": "srtctl", "srt_slurm": str(checkout), "srtctl": "./srtctl",
                 "workdir": str(run_root / "console-srtctl"), "results": str(checkout / "results"),
+                "srtctl_flavour": "fork",
             },
             "real": {
                 "ssh": ssh, "launcher": "srtctl", "srt_slurm": "~/srt-slurm", "srtctl": ".venv/bin/srtctl",

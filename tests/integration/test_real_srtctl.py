@@ -322,6 +322,9 @@ def test_an_engine_flag_the_mocker_rejects_is_the_root_cause(site: Path, serving
                                          for _, d, _ in x.diagnoses)  # fmt: skip
 
         await run.until(found, "the rejected flag as the root cause")
+        first = next(state for _, d, state in run.watched[attempt.id].diagnoses
+                     if d.root_cause is not None and d.root_cause.id == "engine-bad-argument")  # fmt: skip
+        assert first == "RUNNING", f"first diagnosed when the job was {first}"  # while srtctl still runs the job
         final = await run.finish(attempt.id)
         assert final.state == "FAILED"
         diagnosis = run.diagnosis(attempt.id)
@@ -458,3 +461,46 @@ def test_the_srtctl_stand_in_speaks_the_real_contract(site: Path, serving: Stack
             "dry_run": (dry.returncode, "Generated sbatch Script" in dry.stdout, "--time=00:05:00" in dry.stdout),
         }  # fmt: skip
     assert answers["stand-in"] == answers["real"], answers
+
+
+def test_cancel_adopts_a_job_the_console_did_not_launch(site: Path, serving: Stack) -> None:
+    """`cancel job:<id>` on a job submitted by hand with srtctl: adopted, followed, cancelled by you;
+    and the console's dry-runs leave no uploads behind."""
+    config = json.loads((site / "config.yaml").read_text())["clusters"]["real"]
+    where = serving.model.parent.parent / f"adopt-{os.getpid()}"
+    where.mkdir(exist_ok=True)
+    recipe = write(where, "by-hand", mocker_recipe(serving, "by-hand", concurrencies=[8, 16, 32], osl=256,
+                                                   speedup=0.5))  # fmt: skip
+    for path in (where, recipe):
+        shutil.chown(path, serving.user, serving.user)
+    ssh = config["ssh"]
+    remote = f"cd {shlex.quote(str(serving.checkout))} && .venv/bin/srtctl apply --json -f {shlex.quote(str(recipe))}"
+    argv = ["ssh", "-F", "/dev/null", "-p", str(ssh["port"]), "-i", ssh["identity_file"],
+            "-o", f"UserKnownHostsFile={ssh['known_hosts']}", "-o", "BatchMode=yes", f"{ssh['user']}@{ssh['host']}",
+            remote]  # fmt: skip
+    by_hand = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=True)
+    job_id = json.loads(by_hand.stdout.strip().splitlines()[-1])["slurm_job_id"]
+    cancel = subprocess.run([sys.executable, "-m", "console", "cancel", f"job:{job_id}", "--cluster", "real",
+                             "--yes", "--json"], env={**os.environ}, capture_output=True, text=True, timeout=180,
+                            check=False)  # fmt: skip
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    (doc,) = json.loads(cancel.stdout)["cancelled"]
+    assert doc["job_id"] == job_id and doc["cancelled_by_you"]
+    assert doc["output_dir"] == f"{serving.checkout}/outputs/{job_id}" and doc["arm"] == "by-hand"
+
+    async def scenario() -> None:
+        run = Run(site)
+        (attempt,) = [a for a in run.engine.store.attempts() if a.job_id == job_id]
+        assert attempt.concurrencies == [8, 16, 32]  # from the job dir's config.yaml
+        final = await run.finish(attempt.id)
+        assert final.state == "CANCELLED"
+        assert run.diagnosis(attempt.id).verdict == "cancelled"
+        await run.close()
+
+    asyncio.run(scenario())
+    # Dry-runs upload the recipe to the workdir and remove it afterwards.
+    previews = Path(config["workdir"]) / "previews"
+    dry = subprocess.run([sys.executable, "-m", "console", "launch", str(recipe), "--cluster", "real", "--dry-run"],
+                         env={**os.environ}, capture_output=True, text=True, timeout=180, check=False)  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert not previews.exists() or not any(previews.iterdir()), list(previews.iterdir())

@@ -144,7 +144,7 @@ def test_the_log_opens_in_the_pager_and_the_screen_comes_back(tmp_path: Path) ->
         launch_quick(term)
         term.press("enter")
         showing(term, ATTEMPT_TITLE, also=lambda t: "lines 1" in t, what="the attempt with its log")
-        term.press("v")
+        term.press("V")
         term.wait(lambda _: got.is_file() and got.stat().st_size > 0, "the pager to get the file")
         path, _, text = got.read_text().partition("\n")
         assert "/logs/" in path and path.startswith(str(tmp_path / "data")) and text.strip()  # the file itself

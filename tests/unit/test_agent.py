@@ -31,6 +31,7 @@ from console.follow import (
     RecordReader,
     ResetEvent,
     ResultEvent,
+    SkippedEvent,
     _StreamState,
     agent_argv,
     agent_source,
@@ -741,3 +742,62 @@ def test_the_matchers_prefilter_is_the_agents() -> None:
     line = "2024-01-01 12:00:00 RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert matcher.match_line(line) is not None
     assert any(g.search(line.lower().encode()) for g in agent.keyword_gates(list(matcher.keywords)))
+
+
+# --------------------------------------------------------------------------- staying inside the dirs
+
+
+def _hostile_job_dir(tmp_path: Path) -> tuple[Path, Path]:
+    """A job dir whose logs/ holds a link out (to a secret), a link loop, a FIFO, a link that
+    stays inside, and one honest log; returns (job dir, the secret outside it)."""
+    directory = job_dir(tmp_path)
+    logs = directory / "logs"
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"root:SECRET-HASH:19000:0:99999:7:::\n")
+    (logs / "x.out").symlink_to(secret)
+    (logs / "loop.out").symlink_to(logs / "loop.out")
+    os.mkfifo(logs / "pipe.out")
+    (logs / "real.out").write_bytes(b"honest line\n")
+    (logs / "alias.log").symlink_to(logs / "real.out")
+    return directory, secret
+
+
+async def test_agent_never_follows_a_link_out_of_the_job_dir(tmp_path: Path) -> None:
+    directory, secret = _hostile_job_dir(tmp_path)
+    async with Follower(LocalTransport()) as follower:
+        collector = Collector(follower)
+        await follower.watch(str(directory))
+        skipped = lambda: {e.file for e in collector.of(SkippedEvent)}  # noqa: E731
+        await collector.until(
+            lambda: (
+                {"logs/x.out", "logs/loop.out", "logs/pipe.out"} <= skipped()
+                and collector.lines("logs/real.out")
+                and collector.lines("logs/alias.log")
+            ),
+            "the honest logs and a report of every skipped entry",
+        )
+        reasons = {e.file: e.reason for e in collector.of(SkippedEvent)}
+        assert "out of" in reasons["logs/x.out"]
+        streamed = [line for e in collector.of(LinesEvent) for line in e.lines]
+        assert not any("SECRET" in line for line in streamed)
+        assert collector.lines("logs/real.out") == [(1, "honest line")]
+        # Range reads stay inside the watched dirs too, by relative or absolute name.
+        with pytest.raises(PermissionError):
+            await follower.read_range(str(directory), "logs/x.out", 0, 100)
+        with pytest.raises(PermissionError):
+            await follower.read_range(str(directory), str(secret), 0, 100)
+        with pytest.raises(PermissionError):
+            await follower.head_tail(str(directory), "logs/x.out")
+        with pytest.raises(OSError, match="not a regular file"):
+            await asyncio.wait_for(follower.read_range(str(directory), "logs/pipe.out", 0, 10), 10)
+        assert await follower.read_range(str(directory), "logs/alias.log", 0, 6) == b"honest"
+        await collector.stop()
+
+
+def test_listing_skips_bad_entries_and_keeps_the_rest(tmp_path: Path) -> None:
+    directory, _secret = _hostile_job_dir(tmp_path)
+    skipped: list[tuple[str, str]] = []
+    found = agent_module.listing(str(directory), "logs", 2, skipped)
+    names = sorted(name for name, _path, _parts in found)
+    assert names == ["alias.log", "real.out"]
+    assert sorted(os.path.basename(p) for p, _ in skipped) == ["loop.out", "pipe.out", "x.out"]

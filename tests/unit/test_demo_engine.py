@@ -170,7 +170,7 @@ async def test_quick_completes_with_srtctl_layout_and_three_points(tmp_path: Pat
         "[INFO] Starting agg worker 0 on node1",
         f"[INFO] Log: {job.logs / 'node1_agg_w0.out'}",
         "[INFO] Starting sglang-router 0 on node1",
-        "[INFO] Waiting for server health (expecting 1 agg)...",
+        "[INFO] Waiting for server health (expecting 1 health entries: 1 agg)...",  # srtctl's words
         "[INFO] Model is ready. Have 0 prefills and 1 decodes.",
         "[INFO] Server is healthy - starting benchmark",
         "[INFO] Running SA-Bench benchmark",
@@ -201,7 +201,8 @@ async def test_quick_completes_with_srtctl_layout_and_three_points(tmp_path: Pat
     assert data["output_throughput"] == pytest.approx(data["total_output_tokens"] / data["duration"], rel=1e-3)
 
     bench = (job.logs / "benchmark.out").read_text(encoding="utf-8")
-    assert bench.startswith("SA-Bench Config: endpoint=http://localhost:8000; isl=1024; osl=256; concurrencies=1x4x16")
+    assert bench.startswith("All sa-bench deps already available")  # bench.sh's first line
+    assert "\nSA-Bench Config: endpoint=http://localhost:8000; isl=1024; osl=256; concurrencies=1x4x16" in bench
     for c in (1, 4, 16):
         assert f"Running benchmark with concurrency: {c}\n" in bench
         assert f"Completed benchmark with concurrency: {c}\n" in bench
@@ -551,3 +552,67 @@ def test_batch_script_refuses_what_sbatch_cannot_take(tmp_path: Path) -> None:
     assert "#SBATCH --time=0:30" in text and "--attempt 2" in text
     twin = render_batch_script(demo_arm("mi355x-2p1d-dpa-tp8"), job_dir_template="/o/%j", **common)
     assert "#SBATCH --nodes=3" in twin and "#SBATCH --time=04:00:00" in twin  # the recipe's slurm.time_limit
+
+
+def test_yaml_writer_quotes_what_yaml_1_1_reads_as_times_and_dates() -> None:
+    data = {
+        "time_limit": "4:00:00",
+        "zero": "00:15:00",
+        "at": "2026-12-01T09:54:23Z",
+        "day": "2026-12-01",
+        "node": "node1",
+    }
+    text = engine.to_yaml(data)
+    assert yaml.safe_load(text) == data and 'time_limit: "4:00:00"' in text and "node: node1" in text
+
+
+# --------------------------------------------------------------------------- Dynamo's mocker
+
+MOCKER = Path(__file__).resolve().parents[1] / "data" / "real-srtctl" / "1p1d-completed" / "config.yaml"
+
+
+def mocker_arm(faults: list[dict[str, object]]) -> Arm:
+    """The real pipeline's 1P1D mocker recipe, with demo faults."""
+    arm = load_recipe(MOCKER).arms[0]
+    return replace(arm, config={**arm.config, "demo": {"health_seconds": 60, "point_seconds": 1, "faults": faults}})
+
+
+async def test_mocker_worker_that_never_registers_fails_the_health_check(tmp_path: Path) -> None:
+    job = await launch(tmp_path, mocker_arm([{"type": "health-hang", "role": "decode"}]))
+    assert (await wait_done(job)).state is JobState.FAILED
+    decode, prefill = job.worker_logs()["node2_decode_w0.out"], job.worker_logs()["node1_prefill_w0.out"]
+    assert "All 1 mocker worker(s) created and running" in decode and "Registered endpoint" not in decode
+    assert "Registered endpoint 'dynamo.prefill.generate'" in prefill
+    assert "[ERROR] Model did not get healthy in 60 seconds" in job.sweep_log
+    assert "Prefill worker detected" in (job.logs / "node1_frontend_0.out").read_text(encoding="utf-8")
+    assert not list(tmp_path.rglob("control-*"))  # the orchestrator's control files are gone with it
+
+
+async def test_mocker_crash_at_a_concurrency_keeps_earlier_points(tmp_path: Path) -> None:
+    job = await launch(tmp_path, mocker_arm([{"type": "crash-at-concurrency", "role": "decode", "concurrency": 4}]))
+    assert (await wait_done(job)).state is JobState.FAILED
+    assert {p.concurrency: p.status for p in read_points(job.job_dir)} == {1: "done", 2: "done"}
+    log = job.sweep_log
+    assert "[ERROR] Critical process 'decode_0_node2' exited with code" in log
+    # srtctl's failure details: the worker's tail quoted under [ERROR], as the console reads it.
+    assert re.search(r"\[ERROR\] \n--- Process: decode_0_node2 ---\n", log)
+    assert re.search(r"\[ERROR\] \nLast 50 lines of log:\n", log)
+    assert "gpu-illegal-memory-access" in findings(job.worker_logs()["node2_decode_w0.out"])
+
+
+@pytest.mark.skipif(not PYTHON36.exists(), reason="no Python 3.6 on this machine")
+def test_python_36_runs_a_mocker_job(tmp_path: Path) -> None:
+    engine_file = tmp_path / engine_name()
+    engine_file.write_bytes(engine_zipapp())
+    plan = write_arm_config(load_recipe(MOCKER).arms[0], tmp_path)
+    proc = subprocess.run(
+        [str(PYTHON36), str(engine_file), "orchestrator", "--plan", str(plan), "--job-dir", str(tmp_path / "j"),
+         "--job-id", "36", "--speed", "40"],
+        capture_output=True, text=True, timeout=DEADLINE_S, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    logs = tmp_path / "j" / "logs"
+    assert {"benchmark-rollup.csv", "resource_snapshot.json", "fingerprint_decode_w0.json", "infra.out"} <= {
+        p.name for p in logs.iterdir()
+    }
+    assert "Registered endpoint 'dynamo.backend.generate'" in (logs / "node2_decode_w0.out").read_text()

@@ -91,3 +91,47 @@ def test_no_container_plugin_is_doomed_deterministic_while_running(capsys: pytes
     after = whole.diagnose("CANCELLED", cancelled=True)
     assert after.verdict == "cancelled" and "cancelled by you" in after.advice
     assert after.root_cause is not None and after.root_cause.id == "srtctl-container-plugin-missing"
+
+
+def test_srtctl_apply_mock_orchestrator_log_is_read_in_its_own_format(capsys: pytest.CaptureFixture[str]) -> None:
+    """`srtctl apply --mock` runs the real orchestrator and logs `HH:MM:SS | INFO | ...` to
+    mock_worker.log beside logs/: its stages are srtctl's, in order, to Completed."""
+    mock = DATA / "apply-mock"
+    log = mock / "mock_worker.log"
+    with log.open("rb") as handle:
+        lines = list(read_lines(handle))
+    triage = Triage()
+    seen = [c.new for line in lines for c in triage.feed(str(log), [line]).changes if c.subject == "stage"]
+    order = [s.value for s in Stage]
+    assert seen == sorted(seen, key=order.index), seen
+    assert {"Starting Infra", "Head Ready", "Starting Workers", "Benchmarking"} <= set(seen)
+    assert seen[-1] == "Completed"
+    doc = scan(capsys, str(mock))
+    assert doc["stage"] == "Completed" and doc["diagnosis"]["verdict"] == "healthy"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("name", "component"), [("node1_prefill_w0.out", "prefill"), ("node2_decode_w0.out", "backend")]
+)
+def test_real_mocker_worker_is_up_then_ready_at_its_generate_endpoint(name: str, component: str) -> None:
+    """Dynamo's mocker loads nothing: it is up when its workers run, ready when its generate
+    endpoint is registered (an event channel registering with discovery earlier is not that)."""
+    path = COMPLETED / "logs" / name
+    with path.open("rb") as handle:
+        lines = list(read_lines(handle))
+    triage = Triage()
+    changes = [(c.new, c.line_no) for c in triage.feed(str(path), lines).changes]
+    by_stage = dict(changes)
+    assert [stage for stage, _ in changes] == ["starting", "server up", "ready", "failed"]
+    assert "All 1 mocker worker(s) created and running" in lines[by_stage["server up"] - 1]
+    assert f"Registered endpoint 'dynamo.{component}.generate'" in lines[by_stage["ready"] - 1]
+    publisher = next(i for i, ln in enumerate(lines, 1) if "EventPublisher registered with discovery" in ln)
+    if component == "backend":
+        assert publisher < by_stage["ready"]  # the decode's first event channel comes before its endpoint
+    assert "CANCELLED AT" in lines[by_stage["failed"] - 1]  # srtctl's cleanup, undone once the run succeeded
+    assert triage.snapshot("COMPLETED").workers[path.stem].stage.value == "failed"
+    real_triage = Triage()
+    for log in [*sorted((COMPLETED / "logs").glob("*.out")), COMPLETED / "logs" / "sweep_21186533.log"]:
+        with log.open("rb") as handle:
+            real_triage.feed(str(log), list(read_lines(handle)))
+    assert real_triage.snapshot("COMPLETED").workers[path.stem].stage.value == "ready"

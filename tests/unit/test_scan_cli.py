@@ -139,14 +139,16 @@ def test_unreadable_file_exits_2(
 ) -> None:
     locked = tmp_path / "locked.log"
     locked.write_text("x\n")
-    real_open = Path.open
+    import console.cli.scan_cmd as scan_cmd
 
-    def refuse(self: Path, *args: object, **kwargs: object) -> object:
-        if self.name == "locked.log":
+    real_open = scan_cmd.open_regular
+
+    def refuse(path: str, roots: list[str] | None = None) -> int:
+        if path.endswith("locked.log"):
             raise PermissionError(13, "Permission denied")
-        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+        return real_open(path, roots)
 
-    monkeypatch.setattr(Path, "open", refuse)
+    monkeypatch.setattr(scan_cmd, "open_regular", refuse)
     assert main(["scan", str(locked)]) == 2
     err = capsys.readouterr().err
     assert "locked.log: cannot read: Permission denied" in err and "Traceback" not in err

@@ -97,6 +97,8 @@ def test_readiness_progression_from_the_exact_srtctl_lines() -> None:
         ),
         ("2026-08-21 10:02:51 [INFO] Model is ready. Have 1 prefills and 1 decodes.", "1/1P 1/1D", True),
         ("2026-08-21 10:00:11 [INFO] Waiting for server health (expecting 4 agg)...", "0/4D", False),
+        # srtctl c88ef731's own words (cli/mixins/benchmark_stage.py: `expecting %d health entries: %s`)
+        ("2026-12-01 09:53:58 [INFO] Waiting for server health (expecting 2 health entries: 2 agg)...", "0/2D", False),
         (
             "2026-08-21 10:00:11 [INFO] Polling http://h:8000/workers every 10.0s for 1 prefills and 2 decodes "
             "(sglang frontend)",

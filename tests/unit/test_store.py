@@ -86,3 +86,32 @@ def test_a_store_of_the_previous_schema_is_upgraded_in_place(tmp_path: Path) -> 
     db.close()
     store = Store(path)
     assert store.schema_version == len(MIGRATIONS) and [s.name for s in store.sweeps()] == ["s"]
+
+
+def test_a_store_of_the_schema_before_the_schedulers_times_keeps_its_attempts(tmp_path: Path) -> None:
+    """A store with every step but the last (marker, submitter, provenance already there) gains the
+    scheduler's times as empty, and its attempts keep what they recorded."""
+    from console.store import MIGRATIONS
+
+    path = tmp_path / "console.sqlite3"
+    db = sqlite3.connect(path)
+    for step in MIGRATIONS[:-1]:
+        db.executescript(step)
+    db.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    db.execute("INSERT INTO sweeps (name, cluster, targets, created_at) VALUES ('s', 'c', '[]', 1)")
+    db.execute(
+        "INSERT INTO arms (sweep_id, name, recipe_path, config_yaml, summary, created_at)"
+        " VALUES (1, 'a', 'r.yaml', 'x: 1', '{}', 1)"
+    )
+    db.execute(
+        "INSERT INTO attempts (arm_id, number, cluster, launcher, job_id, config_yaml, concurrencies, state,"
+        " submitted_at, started_at, updated_at, marker, provenance)"
+        " VALUES (1, 1, 'c', 'srtctl', '42', 'x: 1', '[1]', 'RUNNING', 10, 20, 20, 'm-1', '{\"commit\": \"abc\"}')"
+    )
+    db.commit()
+    db.close()
+    store = Store(path)
+    assert store.schema_version == len(MIGRATIONS)
+    (attempt,) = store.attempts()
+    assert (attempt.job_id, attempt.marker, attempt.provenance) == ("42", "m-1", {"commit": "abc"})
+    assert attempt.sched_submit_at is None and (attempt.submit_time, attempt.start_time) == (10.0, 20.0)

@@ -4,4 +4,6 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+# Guarded so that importing every module of the package (the packaging hygiene test) runs nothing.
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,32 +1,32 @@
-"""Cleanup: stopping the workers, the rollup, the log archive, and the failure details srtctl prints."""
+"""Cleanup: stopping the workers, the failure details, the copies into logs/, the rollup, the lockfile."""
 
 import json
 import os
+import shutil
 import tarfile
 import time
 
+from .rollup import write_rollup
 from .steps import Steps
-from .util import write_atomic
-from .yamlout import to_yaml
 
 
 class CleanupSteps(Steps):
     def cleanup(self, code: int) -> None:
         self.info("Cleanup")
-        self.info(f"Cleaning up {len(self.procs) + 1} processes...")
+        self.info(f"Cleaning up {self.processes} processes...")
         self.control.stop()
         self.reap(max(2.0, 3.0 / max(self.speed, 1.0)))
+        if code != 0 and self.failed:
+            self.failure_details()
         try:
-            write_atomic(os.path.join(self.logs, "config.yaml"), to_yaml(self.plan.config).encode("utf-8"))
-            self.info("Copied config.yaml to log directory")
+            self.copy_to_logs()
             if self.plan.benchmark == "sa-bench":
-                self.write_rollup()
+                self.rollup()
+            self.write_lockfile(final=True)
             if self.plan.benchmark == "custom":
                 self.archive_logs()
         except OSError as exc:
             self.warning(f"Post-processing failed: {exc}")
-        if code != 0 and self.failed:
-            self.failure_details()
         for log in (self.bench_log, self.frontend_log):
             if log is not None:
                 log.close()
@@ -47,37 +47,25 @@ class CleanupSteps(Steps):
                 proc.kill()
                 proc.wait()
 
-    def write_rollup(self) -> None:
-        plan = self.plan
-        runs = []
-        for conc, n in self.done_points:
-            m = n.metrics()
-            runs.append(
-                {
-                    "concurrency": conc,
-                    "throughput_toks": round(n.output_tps, 2),
-                    "request_throughput": round(n.request_tps, 4),
-                    "ttft_mean_ms": round(m["ttft"]["mean"], 2),
-                    "ttft_p99_ms": round(m["ttft"]["p99"], 2),
-                    "tpot_mean_ms": round(m["tpot"]["mean"], 2),
-                    "tpot_p99_ms": round(m["tpot"]["p99"], 2),
-                    "itl_mean_ms": round(m["itl"]["mean"], 2),
-                    "itl_p99_ms": round(m["itl"]["p99"], 2),
-                    "e2el_mean_ms": round(m["e2el"]["mean"], 2),
-                    "completed_requests": n.completed,
-                    "total_input_tokens": n.input_tokens,
-                    "total_output_tokens": n.output_tokens,
-                }
-            )
-        rollup = {
-            "benchmark_type": "sa-bench",
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "config": {"model": plan.served_model, "isl": plan.isl, "osl": plan.osl},
-            "runs": runs,
-        }
-        path = os.path.join(self.logs, "benchmark-rollup.json")
-        write_atomic(path, json.dumps(rollup, indent=2).encode())
-        self.info(f"Wrote {path}")
+    def copy_to_logs(self) -> None:
+        """srtctl copies what ``apply`` left in the job dir into logs/, so that logs/ alone is the record."""
+        configs = sorted(n for n in os.listdir(self.job_dir) if n.startswith("config") and n.endswith(".yaml"))
+        for name in [*configs, "sbatch_script.sh", f"{self.job_id}.json"]:
+            source = self.path(name)
+            if os.path.isfile(source):
+                shutil.copy2(source, os.path.join(self.logs, name))
+                self.info(f"Copied {name} to log directory")
+
+    def rollup(self) -> None:
+        try:
+            with open(self.path(f"{self.job_id}.json"), encoding="utf-8") as f:
+                meta = json.load(f)
+        except (OSError, ValueError):
+            meta = {}
+        written = write_rollup(self.logs, meta if isinstance(meta, dict) else {})
+        if written:
+            # The rollup script's output is logged as one message.
+            self.info("\n".join(f"Wrote {path}" for path in written))
 
     def archive_logs(self) -> None:
         target = os.path.join(self.results_root, self.job_id)
@@ -89,22 +77,24 @@ class CleanupSteps(Steps):
         os.replace(tmp, os.path.join(target, "runtime-logs.tar.gz"))
 
     def failure_details(self) -> None:
+        """srtctl's block on the processes that failed: each one's exit, node, log and last 50 lines."""
         rule = "=" * 60
         self.error(rule)
         self.error("FAILURE DETAILS")
         self.error(rule)
         for seg, code in self.failed:
             path = os.path.join(self.logs, seg.log_name)
-            self.out(f"--- Process: {seg.process_name} ---")
-            self.out(f"Exit code: {code}")
-            self.out(f"Node: {seg.node}")
-            self.out(f"Log file: {path}")
-            self.out("Last 50 lines of log:")
+            self.error(f"\n--- Process: {seg.process_name} ---")
+            self.error(f"Exit code: {code}")
+            self.error(f"Node: {seg.node}")
+            self.error(f"Log file: {path}")
             try:
                 with open(path, encoding="utf-8", errors="replace") as f:
                     tail = f.read().splitlines()[-50:]
             except OSError:
                 tail = []
-            for line in tail:
-                self.out("    " + line)
+            if tail:
+                self.error("\nLast 50 lines of log:")
+                for line in tail:
+                    self.error("  " + line)
         self.error(rule)

@@ -103,7 +103,7 @@ def sa_bench_json(plan: Plan, n: PointNumbers) -> bytes:
         ("date", time.strftime("%Y%m%d-%H%M%S")),
         ("backend", "dynamo"),
         ("model_id", plan.served_model),
-        ("tokenizer_id", plan.served_model),
+        ("tokenizer_id", plan.tokenizer),
         ("best_of", 1),
         ("num_prompts", n.num_prompts),
         ("request_rate", "inf"),

@@ -2,16 +2,21 @@
 
 import json
 import os
+import shutil
 import signal
 import time
 import traceback
 
 from .benchmark import BenchmarkSteps
 from .cleanup import CleanupSteps
+from .infra import Infra
+from .records import SNAPSHOT, job_metadata, resource_snapshot, resource_summary
 from .startup import StartupSteps
 from .steps import Interrupted
-from .util import as_int, as_map, stamp, write_atomic
+from .util import as_map, write_atomic
 from .yamlout import to_yaml
+
+_NO_INFRA = ("trtllm_serve", "vllm", "atomesh")  # frontends that need no NATS/etcd
 
 
 class Orchestrator(StartupSteps, BenchmarkSteps, CleanupSteps):
@@ -28,6 +33,8 @@ class Orchestrator(StartupSteps, BenchmarkSteps, CleanupSteps):
         code = 1
         try:
             self.banner()
+            self.info(f"Loaded config: {self.plan.name}")
+            self.announce()
             code = self.sweep()
         except Interrupted:
             code = 143 if self.signal_name == "SIGTERM" else 130
@@ -36,97 +43,130 @@ class Orchestrator(StartupSteps, BenchmarkSteps, CleanupSteps):
             self.out(traceback.format_exc().rstrip())
             code = 1
         if self.stop_event.is_set() and self.signal_name:
-            self.info(f"Received signal {self.signal_name}, initiating cleanup...")
+            self.warning(f"Received signal {self.signal_name}, initiating cleanup...")
             code = 143 if self.signal_name == "SIGTERM" else 130
         self.cleanup(code)
+        self.control.remove()
         return code
 
+    # ------------------------------------------------------------- what srtctl writes at submission
+
     def write_files(self) -> None:
-        plan = self.plan
-        write_atomic(os.path.join(self.job_dir, "config.yaml"), to_yaml(plan.config).encode("utf-8"))
-        res = as_map(plan.config.get("resources"))
-        role_p, role_d, role_a = plan.role("prefill"), plan.role("decode"), plan.role("agg")
-        resources = {
-            "gpu_type": plan.gpu_type,
-            "gpus_per_node": plan.gpus_per_node,
-            "prefill_nodes": role_p.nodes if role_p else None,
-            "decode_nodes": role_d.nodes if role_d else None,
-            "agg_nodes": role_a.nodes if role_a else None,
-            "prefill_workers": role_p.workers if role_p else 0,
-            "decode_workers": role_d.workers if role_d else 0,
-            "agg_workers": role_a.workers if role_a else 0,
-            "gpus_per_prefill": role_p.gpus if role_p else as_int(res.get("gpus_per_prefill"), plan.gpus_per_node),
-            "gpus_per_decode": role_d.gpus if role_d else as_int(res.get("gpus_per_decode"), plan.gpus_per_node),
-            "gpus_per_agg": role_a.gpus if role_a else as_int(res.get("gpus_per_agg"), plan.gpus_per_node),
-        }
-        bench = {"type": plan.benchmark, "isl": plan.isl, "osl": plan.osl}
-        meta = [
-            ("version", "2.0"),
-            ("orchestrator", True),
-            ("job_id", self.job_id),
-            ("job_name", os.environ.get("SLURM_JOB_NAME") or plan.name),
-            ("generated_at", stamp()),
-            ("model", {"path": plan.model, "container": plan.container, "precision": plan.precision}),
-            ("resources", resources),
-            ("backend_type", plan.backend),
-            ("frontend_type", plan.frontend),
-            ("benchmark", bench),
-            ("demo", {"attempt": self.attempt, "faults": [f.type for f in plan.faults]}),
-        ]
-        text = json.dumps(dict(meta), indent=2)
-        write_atomic(os.path.join(self.job_dir, f"{self.job_id}.json"), (text + "\n").encode())
+        """``config.yaml``, ``sbatch_script.sh`` and ``<JOBID>.json`` in the job dir, as ``srtctl apply``
+        leaves them."""
+        write_atomic(self.path("config.yaml"), to_yaml(self.plan.config).encode("utf-8"))
+        script = getattr(self.args, "batch_script", None)
+        if script:
+            try:
+                shutil.copyfile(script, self.path("sbatch_script.sh"))
+            except OSError as exc:
+                self.warning(f"Could not keep the batch script {script}: {exc}")
+        meta = job_metadata(self.plan, self.job_id)
+        write_atomic(self.path(f"{self.job_id}.json"), json.dumps(meta, indent=2).encode())
 
     def banner(self) -> None:
+        """What srtctl's batch script echoes before its orchestrator starts."""
         plan = self.plan
+        env = os.environ
         rule = "=" * 42
-        self.out(rule)
-        self.out("🚀 srtctl Sweep Orchestrator")
-        self.out(rule)
-        self.out(f"Job ID: {self.job_id}")
-        self.out("Config: {}".format(os.path.join(self.job_dir, "config.yaml")))
-        self.out(f"Nodes: {len(self.nodes)}")
-        self.out("CPUs per node: {}".format(os.environ.get("SLURM_CPUS_ON_NODE") or os.cpu_count() or 1))
-        self.out(f"GPUs per node: {plan.gpus_per_node}")
-        self.out(f"Container: {plan.container}")
-        self.out("Start: {}".format(time.strftime("%a %b %d %H:%M:%S %Z %Y")))
-        self.out("Runtime config: {}".format(os.path.join(self.job_dir, "config.yaml")))
-        self.out(rule)
-        self.out("Preparing srtctl environment...")
-        self.out("Running orchestrator on host (with srun access)...")
+        for text in (
+            rule,
+            "🚀 srtctl Sweep Orchestrator",
+            rule,
+            f"Job ID: {self.job_id}",
+            "Config: {}".format(plan.recipe_path or self.path("config.yaml")),
+            "Nodes: {}".format(env.get("SLURM_JOB_NUM_NODES") or len(self.nodes)),
+            "CPUs per node: {}".format(env.get("SLURM_JOB_CPUS_PER_NODE") or "unknown"),
+            "CPUs on orchestrator node: {}".format(env.get("SLURM_CPUS_ON_NODE") or "unknown"),
+            "GPUs per node: {}".format(env.get("SLURM_GPUS_PER_NODE") or "unknown"),
+            f"Container: {plan.container}",
+            "Start: {}".format(time.strftime("%a %b %e %H:%M:%S %Z %Y")),
+            rule,
+            "",
+            "Runtime config: {}".format(self.path("config.yaml")),
+            "",
+            "Preparing srtctl environment...",
+            "Running orchestrator on host (with srun access)...",
+            "",
+        ):
+            self.out(text)
+
+    def announce(self) -> None:
+        """The orchestrator's first lines: the job, its nodes, the resource snapshot, the lockfile."""
+        plan = self.plan
         self.info("Sweep Orchestrator")
         self.info(f"Job ID: {self.job_id}")
         self.info(f"Run name: {plan.name}_{self.job_id}")
-        self.info("Config: {}".format(os.path.join(self.job_dir, "config.yaml")))
-        self.info(f"Infra node: {self.head}")
+        self.info(f"Config: {plan.name}")
+        self.info(f"Infra node: {self.infra}")
         self.info(f"Head node: {self.head}")
-        worker_nodes = []  # type: list[str]
-        for seg in self.segments:
-            if seg.node not in worker_nodes:
-                worker_nodes.append(seg.node)
-        self.info("Worker nodes: {}".format(", ".join(worker_nodes)))
-        self.info("CPU allocation check: ok (demo engine)")
+        self.info("Worker nodes: {}".format(", ".join(self.worker_nodes)))
+        names = list(dict.fromkeys([self.infra, *self.worker_nodes]))
+        snapshot = resource_snapshot(plan, self.job_id, names, self.segments)
+        snapshot_path = os.path.join(self.logs, SNAPSHOT)
+        write_atomic(snapshot_path, (json.dumps(snapshot, indent=2) + "\n").encode())
+        self.add_cpu_allocation(snapshot)
+        self.info("\n" + resource_summary(snapshot, snapshot_path))
+        check = as_map(snapshot["cpu_check"])
+        if check["status"] == "warning":
+            self.warning("CPU ALLOCATION WARNING: {}".format(check["message"]))
+        elif check["status"] == "unknown":
+            self.warning("CPU allocation check unavailable: {}".format(check["message"]))
+        else:
+            self.info("CPU allocation check: {}".format(check["message"]))
+        self.write_lockfile(final=False)
+
+    def add_cpu_allocation(self, snapshot: "dict[str, object]") -> None:
+        path = self.path(f"{self.job_id}.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                meta = json.load(f)
+            resources = meta.setdefault("resources", {})
+            resources["cpu_allocation"] = snapshot["cpus"]
+            resources["cpu_check"] = snapshot["cpu_check"]
+            write_atomic(path, (json.dumps(meta, indent=2) + "\n").encode())
+        except (OSError, ValueError, AttributeError) as exc:
+            self.warning(f"Failed to add CPU allocation to job metadata {path}: {exc}")
+
+    # ------------------------------------------------------------- the sweep
 
     def sweep(self) -> int:
         plan = self.plan
-        if plan.frontend == "dynamo":
-            self.info("Starting infrastructure services (NATS, etcd)")
-            self.wait(0.2)
-            self.info("NATS is ready")
-            self.info("etcd is ready")
-        else:
+        if plan.frontend in _NO_INFRA:
             self.info(f"Skipping NATS/etcd infrastructure (frontend.type={plan.frontend})")
+        else:
+            self.start_infra()
         self.start_workers()
         self.start_frontend()
+        self.info("Tachometer disabled")
+        self.connection_info()
         if not self.await_health():
             return 1
         if plan.benchmark == "manual":
             self.info("Benchmark type is 'manual' - server is ready for testing")
+            self.info(f"Frontend URL: http://{self.head}:8000")
+            self.info("Press Ctrl+C to stop the job")
             while True:
                 self.wait(1.0)
                 if self.check_workers():
+                    self.error("Worker failure detected during manual mode")
                     return 1
         ok = self.run_benchmark()
         if ok:
             self.info("Benchmark completed successfully")
             return 0
         return 1
+
+    def start_infra(self) -> None:
+        self.info("Starting infrastructure services (NATS, etcd)")
+        self.info(f"Infra node: {self.infra}")
+        infra = Infra(self.logs, self.plan.name)
+        infra.start(os.getpid() + 7)
+        self.processes += 1
+        self.info(f"Waiting for NATS (port 4222) on {self.infra}...")
+        self.wait(0.2)
+        self.info("NATS is ready")
+        self.info(f"Waiting for etcd (port 2379) on {self.infra}...")
+        self.info("etcd is ready")
+        infra.ready()
+        infra.close()

@@ -44,6 +44,59 @@ class Fault:
         return self.worker is None or self.worker == index
 
 
+class BenchSettings:
+    """The sa-bench settings of ``benchmark:`` with srtctl's defaults."""
+
+    def __init__(self, bench: "dict[str, object]") -> None:
+        self.req_rate = str(bench.get("req_rate") or "inf")
+        ratio = bench.get("random_range_ratio")
+        self.random_range_ratio = str(ratio) if ratio is not None else "0.8"
+        self.num_prompts_mult = as_int(bench.get("num_prompts_mult"), 10)
+        self.num_warmup_mult = as_int(bench.get("num_warmup_mult"), 2)
+        self.custom_tokenizer = str(bench.get("custom_tokenizer") or "")
+        self.use_chat_template = bench.get("use_chat_template", True) is not False
+        self.dataset_name = str(bench.get("dataset_name") or "random")
+        self.dataset_path = str(bench.get("dataset_path") or "")
+        self.reuse_http_connections = bench.get("reuse_http_connections") is True
+
+
+class MockerSettings:
+    """``backend:`` of a Dynamo mocker recipe, with srtctl's defaults."""
+
+    def __init__(self, backend: "dict[str, object]") -> None:
+        self.engine_type = str(backend.get("engine_type") or "vllm")
+        self.speedup_ratio = as_float(backend.get("speedup_ratio"), 100.0)
+        self.decode_speedup_ratio = as_float(backend.get("decode_speedup_ratio"), 1.0)
+        self.num_gpu_blocks = as_int(backend.get("num_gpu_blocks_override"), 16384)
+        self.max_num_seqs = as_int(backend.get("max_num_seqs"), 256)
+        self.max_num_batched_tokens = as_int(backend.get("max_num_batched_tokens"), 8192)
+        self.data_parallel_size = as_int(backend.get("data_parallel_size"), 1)
+        self.num_workers = max(1, as_int(backend.get("num_workers"), 1))
+        block = backend.get("block_size")
+        self.block_size = as_int(block, 0) or None
+        self.optional = [
+            (flag, str(backend[key]))
+            for key, flag in (
+                ("block_size", "--block-size"),
+                ("startup_time", "--startup-time"),
+                ("kv_transfer_bandwidth", "--kv-transfer-bandwidth"),
+                ("kv_cache_dtype", "--kv-cache-dtype"),
+                ("preemption_mode", "--preemption-mode"),
+            )
+            if backend.get(key) is not None
+        ]
+        self.prefix_caching = backend.get("enable_prefix_caching", True) is not False
+        self.chunked_prefill = backend.get("enable_chunked_prefill", True) is not False
+        self.overrides = as_map(backend.get("mocker_config"))
+
+    def mode_overrides(self, mode: str) -> "dict[str, object]":
+        return as_map(self.overrides.get(MODE_KEYS[mode]))
+
+
+def str_map(value: "object") -> "dict[str, str]":
+    return dict((str(k), str(v)) for k, v in as_map(value).items())
+
+
 class Plan:
     def __init__(self, data: "dict[str, object]") -> None:
         config = as_map(data.get("config")) if "config" in data else data
@@ -75,7 +128,23 @@ class Plan:
         self.container = str(data.get("container") or model.get("container") or "")
         self.precision = str(data.get("precision") or model.get("precision") or "")
         self.gpu_type = str(data.get("gpu_type") or resources.get("gpu_type") or "gpu")
-        self.served_model = str(env.get("SERVED_MODEL") or self.model.split(":", 1)[-1])
+        self.recipe_path = str(data.get("recipe_path") or "")
+        self.hf_model = self.model.startswith("hf:")
+        # srtctl: the container's /model, or the HuggingFace id of an `hf:` model.
+        self.tokenizer = self.model[3:] if self.hf_model else "/model"
+        self.worker_model_arg = self.tokenizer
+        self.served_model = str(env.get("SERVED_MODEL") or self.served_model_name(backend))
+        self.bench = BenchSettings(bench)
+        self.use_chat_template = self.bench.use_chat_template
+        self.mocker = MockerSettings(backend)
+        self.frontend_config = as_map(config.get("frontend"))
+        self.multiple_frontends = self.frontend_config.get("enable_multiple_frontends", True) is not False
+        self.additional_frontends = as_int(self.frontend_config.get("num_additional_frontends"), 9)
+        dynamo = as_map(config.get("dynamo"))
+        self.request_plane = str(dynamo.get("request_plane") or "tcp")
+        event_plane = dynamo.get("event_plane")
+        self.event_plane = str(event_plane) if event_plane else None
+        self.environment = str_map(config.get("environment"))
         roles = data.get("roles")
         self.roles = self.roles_from(roles) if isinstance(roles, list) else self.roles_v1(resources)
         self.node_demand = as_int(data.get("node_demand"), 0) or max(1, sum(r.nodes for r in self.roles))
@@ -94,6 +163,25 @@ class Plan:
         self.tok_s_per_gpu = as_float(demo.get("tok_s_per_gpu"), 0.0) or self.default_tok_s()
         faults = demo.get("faults")
         self.faults = [Fault(f) for f in faults if isinstance(f, dict)] if isinstance(faults, list) else []
+
+    def served_model_name(self, backend: "dict[str, object]") -> str:
+        """srtctl's served model name: the engine config's ``served-model-name``, else the model path's last part."""
+        block = as_map(backend.get(self.backend + "_config"))
+        for mode in ("prefill", "aggregated", "decode"):
+            args = as_map(block.get(mode))
+            name = args.get("served-model-name") or args.get("served_model_name")
+            if name and self.backend in ("sglang", "vllm"):
+                return str(name)
+        return self.model.rstrip("/").rsplit("/", 1)[-1]
+
+    def mode_environment(self, mode: str) -> "dict[str, str]":
+        return str_map(as_map(self.config.get("backend")).get(MODE_KEYS[mode] + "_environment"))
+
+    @property
+    def sa_bench_agg_gpus(self) -> int:
+        """sa-bench's GPU count of an aggregated arm: its nodes times GPUs per node, as srtctl counts."""
+        agg = self.role("agg")
+        return (agg.nodes if agg and agg.nodes else 1) * self.gpus_per_node
 
     def roles_from(self, items: "list[object]") -> "list[Role]":
         roles = []
@@ -186,6 +274,7 @@ class Segment:
         self.worker_nodes = nodes
         self.gpus = gpus  # GPUs of this segment
         self.number = number  # position of the worker in the whole job
+        self.slot = 0  # position among the workers sharing this node's GPUs
 
     @property
     def log_name(self) -> str:
@@ -224,7 +313,9 @@ def place(plan: Plan, nodes: "list[str]") -> "list[Segment]":
             per_node = math.ceil(role.workers / float(len(role_nodes)))
             for i in range(role.workers):
                 node = role_nodes[min(i // per_node, len(role_nodes) - 1)]
-                segments.append(Segment(role.name, i, node, 0, [node], role.gpus, number))
+                seg = Segment(role.name, i, node, 0, [node], role.gpus, number)
+                seg.slot = i % per_node
+                segments.append(seg)
                 number += 1
     return segments
 

@@ -8,12 +8,16 @@ import sys
 import threading
 import time
 
-from .control import Control
+from .commands import bootstrap_ports, system_ports
+from .control import Control, control_dir
+from .dynamo import FrontendLog  # noqa: F401 - named in type comments
 from .numbers import PointNumbers  # noqa: F401 - named in type comments
 from .plan import Segment, job_nodes, load_plan, place  # noqa: F401 - Segment: in type comments
+from .records import lockfile_text
 from .util import (
     LineLog,  # noqa: F401 - named in type comments
     stamp,
+    write_atomic,
 )
 
 
@@ -39,13 +43,22 @@ class Steps:
         self.slurm = bool(os.environ.get("SLURMD_NODENAME"))
         self.nodes = job_nodes(self.plan.node_demand)
         self.head = self.nodes[0]
+        self.infra = self.head  # NATS and etcd run on the head node
         self.segments = place(self.plan, self.nodes)
-        self.control = Control(self.job_dir)
+        self.worker_nodes = []  # type: list[str]
+        for seg in self.segments:
+            if seg.node not in self.worker_nodes:
+                self.worker_nodes.append(seg.node)
+        self.sys_ports = system_ports(self.segments)
+        self.bootstraps = bootstrap_ports(self.segments)
+        self.control = Control(control_dir(args.plan, self.job_id))
         self.stop_event = threading.Event()
         self.signal_name = None  # type: str | None
         self.procs = []  # type: list[subprocess.Popen[bytes]]
         self.bench_log = None  # type: LineLog | None
         self.frontend_log = None  # type: LineLog | None
+        self.frontend = None  # type: FrontendLog | None  # the dynamo frontend's lines
+        self.processes = 0  # what srtctl would have registered: infra, workers, frontends
         self.failed = []  # type: list[tuple[Segment, int]]
         self.done_points = []  # type: list[tuple[int, PointNumbers]]
 
@@ -63,6 +76,25 @@ class Steps:
 
     def error(self, text: str) -> None:
         self.out(f"{stamp()} [ERROR] {text}")
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.job_dir, name)
+
+    def write_lockfile(self, final: bool) -> None:
+        """``recipe.lock.yaml``: written when the run starts, and again with the fingerprints at its end."""
+        path = self.path("recipe.lock.yaml")
+        try:
+            with open(self.path("config.yaml"), encoding="utf-8") as f:
+                recipe = f.read()
+            write_atomic(path, lockfile_text(recipe, self.plan, self.logs if final else None).encode("utf-8"))
+            self.info(f"Wrote lockfile: {path}")
+        except OSError as exc:
+            self.warning(f"Failed to write lockfile: {exc}")
+
+    def frontend_write(self, lines: "list[str]") -> None:
+        if self.frontend_log is not None:
+            for text in lines:
+                self.frontend_log.write(text)
 
     def wait(self, seconds: float) -> None:
         """Sleep for demo seconds (divided by the speed); SIGTERM interrupts it."""

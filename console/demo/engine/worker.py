@@ -1,6 +1,7 @@
 """One node task and the workers on it: each writes ``logs/<node>_<mode>_w<i>.out`` as its engine would."""
 
 import argparse
+import contextlib
 import os
 import random
 import signal
@@ -8,7 +9,10 @@ import threading
 import time
 import traceback
 
+from .commands import bootstrap_ports, system_ports, worker_env
 from .control import Control
+from .dynamo import MockerLog
+from .fingerprint import write_fingerprint
 from .plan import Fault, Segment, load_plan, place
 from .util import (
     FRONTEND_PORT,
@@ -37,6 +41,7 @@ class Worker:
         self.seg = seg
         self.log = LineLog(os.path.join(task.logs, seg.log_name))
         self.atom = self.plan.backend == "atom"
+        self.mocker = self.plan.backend == "mocker"
         self.rng = random.Random(self.plan.seed * 31 + seg.number * 101 + seg.node_rank)
         self.pid = os.getpid() * 10 + seg.number % 10
         self.unregistered = False  # up, but never registered with the router (zmq-bind)
@@ -78,11 +83,13 @@ class Worker:
         code = 0
         try:
             self.status("starting")
-            code = self.start()
+            self.fingerprint()
+            code = self.start_mocker() if self.mocker else self.start()
             if code == 0:
                 code = self.serve()
         except Stopped:
-            self.say("Received shutdown request, shutting down" if self.atom else "Shutting down server")
+            if not self.mocker:  # the mocker is stopped by srun without a word
+                self.say("Received shutdown request, shutting down" if self.atom else "Shutting down server")
             code = 0
         except Exception:
             for line in traceback.format_exc().splitlines():
@@ -91,6 +98,59 @@ class Worker:
         self.status(f"exit {code}")
         self.log.close()
         return code
+
+    def fingerprint(self) -> None:
+        """What srtctl's preamble records before the engine starts (once per worker)."""
+        seg = self.seg
+        if seg.node_rank != 0:
+            return
+        node_id = self.task.nodes.index(seg.node) if seg.node in self.task.nodes else 0
+        env = worker_env(self.plan, seg, self.task.head, "127.0.0.1", self.task.sys_ports[seg.key], node_id)
+        with contextlib.suppress(OSError):  # srtctl's capture never fails a worker
+            write_fingerprint(os.path.join(self.task.logs, f"fingerprint_{seg.mode}_w{seg.index}.json"), env)
+
+    def start_mocker(self) -> int:
+        """Dynamo's mocker: no weights and no graphs, only a tokenizer; it registers and serves."""
+        plan, seg = self.plan, self.seg
+        t = plan.startup_seconds
+        log = MockerLog(
+            plan.mocker,
+            seg.mode,
+            self.task.job_id,
+            seg.number,
+            self.task.head,
+            self.task.sys_ports[seg.key],
+            self.task.bootstraps.get((seg.mode, seg.index)),
+        )
+        flake = self.fault("flake-first-attempt")
+        if flake is not None and self.task.attempt <= 1:
+            return self.fail_flake(flake)
+        self.pause(t * 0.6)  # Python and Dynamo's imports
+        self.lines(log.launch())
+        self.pause(t * 0.05)
+        self.lines(log.engine())
+        oom = self.fault("oom-graph-capture")
+        if oom is not None:
+            self.fail_oom(oom, 512)
+            return 1
+        self.lines(log.running())
+        zmq_fault = self.fault("zmq-bind")
+        if zmq_fault is not None:
+            code = self.fail_zmq(zmq_fault)
+            if code and zmq_fault.exit:
+                return code
+            self.unregistered = bool(code)
+        self.pause(t * 0.1)
+        if self.fault("health-hang") is None and not self.unregistered:
+            self.lines(log.register())
+            if seg.node_rank == 0:
+                self.status("ready")
+            self.lines(log.after_register())
+        return 0
+
+    def lines(self, texts: "list[str]") -> None:
+        for text in texts:
+            self.log.write(text)
 
     def start(self) -> int:
         plan, seg = self.plan, self.seg
@@ -305,6 +365,25 @@ class Worker:
     def serve(self) -> int:
         plan, seg = self.plan, self.seg
         hang = self.fault("health-hang") is not None or self.unregistered
+        if not self.mocker:  # the mocker registered (or did not) as it started
+            self.server_up(hang)
+        crash = self.fault("crash-at-concurrency")
+        last = 0
+        while True:
+            self.pause(0.1 * self.task.speed)  # wall-clock polling, whatever the speed
+            if hang:
+                continue
+            conc = self.task.control.point()
+            if conc and conc != last:
+                last = conc
+                self.serving_line(conc)
+                if crash is not None and crash.concurrency == conc and seg.node_rank == 0:
+                    self.pause(plan.point_seconds * 0.3)
+                    return self.fail_crash(crash)
+
+    def server_up(self, hang: bool) -> None:
+        """An SGLang or ATOM server's lines once it listens, then its registration (or why not)."""
+        seg = self.seg
         if self.atom:
             self.say(f"Server started on http://0.0.0.0:{WORKER_PORT}")
         else:
@@ -323,22 +402,11 @@ class Worker:
                 self.raw(f'[{stamp()}] INFO:     127.0.0.1:45678 - "GET /get_model_info HTTP/1.1" 200 OK')
                 self.raw(f"[{stamp()}] The server is fired up and ready to roll!")
             self.status("ready")
-        crash = self.fault("crash-at-concurrency")
-        last = 0
-        while True:
-            self.pause(0.1 * self.task.speed)  # wall-clock polling, whatever the speed
-            if hang:
-                continue
-            conc = self.task.control.point()
-            if conc and conc != last:
-                last = conc
-                self.serving_line(conc)
-                if crash is not None and crash.concurrency == conc and seg.node_rank == 0:
-                    self.pause(plan.point_seconds * 0.3)
-                    return self.fail_crash(crash)
 
     def serving_line(self, conc: int) -> None:
         running = conc if self.seg.mode != "prefill" else 0
+        if self.mocker:
+            return  # the mocker logs nothing per batch at info level
         if self.atom:
             self.say(f"{self.seg.mode} step: running={running} waiting=0 kv_cache_usage={min(0.95, conc / 4096.0):.1%}")
         elif self.seg.mode == "prefill":
@@ -392,7 +460,7 @@ class NodeTask:
         self.job_id = args.job_id
         self.attempt = args.attempt
         self.speed = args.speed
-        self.control = Control(self.job_dir)
+        self.control = Control(args.control)
         self.stop_event = threading.Event()
         self.nodes = [n for n in args.nodes.split(",") if n]
         procid = as_int(os.environ.get("SLURM_PROCID"), args.procid)
@@ -402,11 +470,14 @@ class NodeTask:
         else:
             self.node = self.nodes[min(procid, len(self.nodes) - 1)]
         self.head = self.nodes[0]
+        self.segments = place(self.plan, self.nodes)
+        self.sys_ports = system_ports(self.segments)
+        self.bootstraps = bootstrap_ports(self.segments)
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, lambda *_: self.stop_event.set())
         signal.signal(signal.SIGINT, lambda *_: self.stop_event.set())
-        mine = [s for s in place(self.plan, self.nodes) if s.node == self.node]
+        mine = [s for s in self.segments if s.node == self.node]
         codes = [0] * len(mine)
         threads = []
 

@@ -1,6 +1,11 @@
 """A YAML writer for the config srtctl leaves in a job dir (no PyYAML on a login node's python3)."""
 
 import json
+import re
+
+# What YAML 1.1 (PyYAML) reads as something other than a string: sexagesimal numbers (4:00:00)
+# and timestamps (2026-12-01, 2026-12-01T09:54:23Z).
+_IMPLICIT = re.compile(r"^[-+]?\d[\d_]*(?::[0-5]?\d)+(?:\.\d*)?$|^\d{4}-\d\d?-\d\d?(?:[Tt ].*)?$")
 
 
 def yaml_scalar(value: "object") -> str:
@@ -20,6 +25,8 @@ def yaml_scalar(value: "object") -> str:
         and not text.endswith(":")
         and text.lower() not in ("null", "true", "false", "yes", "no", "on", "off", "y", "n", "~")
     )
+    if plain and _IMPLICIT.match(text):
+        plain = False
     if plain:
         try:
             float(text)
