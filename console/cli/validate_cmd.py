@@ -19,7 +19,7 @@ from console.sides import SideError, store_side
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("report", help="a pull-request report of a sweep (s2), arm (a3) or attempt (a3.1)")
-    p.add_argument("target", metavar="SWEEP|ARM|ATTEMPT")
+    p.add_argument("target", metavar="SWEEP|ARM|ATTEMPT", help="a sweep (s2), arm (a3) or attempt (a3.1)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="GitHub Markdown (the default)")
     fmt.add_argument("--json", action="store_true", help="one JSON document")
