@@ -7,6 +7,7 @@ goes through :func:`shown` (the one display route; JSON output escapes control c
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -107,3 +108,26 @@ def _fill(rows: list[list[Slot]], first: int, count: int, role: Role, gpn: int) 
             n, g = free[cursor]
             rows[n][g] = Slot(role.name, worker)
             cursor += 1
+
+
+def iso_time(when: float | None) -> str | None:
+    """Local ISO time of an epoch (JSON documents), None for None."""
+    if when is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(when))
+
+
+def clock_label(when: float | None, *, date: bool = False) -> str:
+    """`14:02:11` (or `12-01 14:02:11` with the date) in local time; `-` when unknown."""
+    if when is None:
+        return "-"
+    return time.strftime("%m-%d %H:%M:%S" if date else "%H:%M:%S", time.localtime(when))
+
+
+def duration_label(seconds: float | None) -> str:
+    """`1:02:03`, `4:05`; `-` when unknown."""
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -88,6 +88,36 @@ class AgentChanged:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """Worth interrupting the operator for: an attempt doomed or failed, an arm completed, a
+    sweep ended (or the notify command failed). Shown as a toast with the bell, and handed to
+    the config's ``notify:`` command as :meth:`to_json`."""
+
+    kind: str  # attempt_doomed | attempt_failed | arm_completed | sweep_ended | notify_failed
+    severity: str  # information | warning | error
+    text: str
+    sweep: str | None
+    arm: str | None
+    attempt: str | None
+    state: str | None
+    arm_name: str | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "event": self.kind,
+            "severity": self.severity,
+            "text": self.text,
+            "sweep": self.sweep,
+            "arm": self.arm,
+            "arm_name": self.arm_name,
+            "attempt": self.attempt,
+            "state": self.state,
+            "detail": self.detail or None,
+        }
+
+
+@dataclass(frozen=True)
 class FileSkipped:
     """A file of an attempt's dirs that is not read, and why (a link out of the dir, a loop...)."""
 
@@ -107,6 +137,7 @@ CoreEvent = (
     | PointArrived
     | PointRunning
     | AgentChanged
+    | Notice
     | FileSkipped
 )
 
@@ -119,6 +150,7 @@ __all__ = [
     "FileSkipped",
     "LogLines",
     "MonitorEvent",
+    "Notice",
     "PointArrived",
     "PointRunning",
     "TrackingError",

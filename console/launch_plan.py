@@ -112,4 +112,7 @@ async def preflight_arm(runtime: Any, arm: Arm) -> tuple[bool, str]:
 def settings_label(settings: list[Setting]) -> str:
     """`partition debug (profile) · account default (srtctl default) · time 00:20:00 (recipe)`."""
     names = {"partition": "partition", "account": "account", "time_limit": "time"}
-    return " · ".join(f"{names[s.key]} {s.value or 'Slurm default'} ({s.source})" for s in settings)
+    # A value nobody set is Slurm's own default: said once, not "Slurm default (Slurm default)".
+    return " · ".join(
+        f"{names[s.key]} {s.value} ({s.source})" if s.value else f"{names[s.key]} {s.source}" for s in settings
+    )

@@ -41,6 +41,7 @@ __all__ = [
     "RerunPlan",
     "RerunRefused",
     "ResultsUnavailable",
+    "SweepRerun",
     "arm_points_view",
     "derive_missing",
     "expected_points",
@@ -49,6 +50,7 @@ __all__ = [
     "fetch_attempt_points",
     "grid_of",
     "missing_points",
+    "plan_failed_reruns",
     "plan_rerun",
     "plan_sweep_reruns",
     "rerun",
@@ -268,6 +270,76 @@ def plan_sweep_reruns(
         except RerunRefused as exc:
             refused.append(str(exc))
     return plans, refused
+
+
+@dataclass(frozen=True)
+class SweepRerun:
+    """What "rerun every failed arm" of a sweep will and will not submit, and why."""
+
+    sweep_id: int
+    plans: list[RerunPlan]  # will be submitted
+    skipped: list[tuple[str, str]]  # (arm, why not): deterministic failures, live or finished arms
+    include_deterministic: bool = False
+
+    def describe(self) -> str:
+        lines = [f"Will submit {len(self.plans)} arm(s):"] if self.plans else ["Nothing will be submitted."]
+        for plan in self.plans:
+            lines.append(f"  {plan.arm} {plan.arm_name}: after {plan.last_attempt} {plan.last_state}, "
+                         f"points {', '.join(str(c) for c in plan.concurrencies)}")  # fmt: skip
+            if plan.warning:
+                lines.append(f"    warning: {plan.warning}")
+        if self.skipped:
+            lines.append(f"Will not submit {len(self.skipped)} arm(s):")
+            lines += [f"  {arm}: {why}" for arm, why in self.skipped]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sweep": f"s{self.sweep_id}",
+            "plans": [p.to_json() for p in self.plans],
+            "skipped": [{"arm": arm, "reason": why} for arm, why in self.skipped],
+            "include_deterministic": self.include_deterministic,
+        }
+
+
+def plan_failed_reruns(
+    store: Store,
+    sweep_id: int,
+    missing_only: bool,
+    diagnoses: Mapping[int, Diagnosis | None] | None = None,
+    *,
+    include_deterministic: bool = False,
+    monitor_views: Mapping[int, LiveView] | None = None,
+    attempt_points: Mapping[int, AttemptPoints] | None = None,
+) -> SweepRerun:
+    """Every failed arm of the sweep again, in one go. An arm whose failure is deterministic
+    (it would fail the same way) is skipped unless ``include_deterministic``; every other arm
+    is listed with why it is not rerun (still live, completed, refused)."""
+    plans, refused = plan_sweep_reruns(
+        store, sweep_id, missing_only, diagnoses, monitor_views=monitor_views, attempt_points=attempt_points
+    )
+    skipped: list[tuple[str, str]] = []
+    kept: list[RerunPlan] = []
+    for plan in plans:
+        if plan.warning and not include_deterministic:
+            skipped.append((f"{plan.arm} {plan.arm_name}", f"deterministic, {plan.warning} (include it to rerun)"))
+        else:
+            kept.append(plan)
+    failed = {a.id for a in failed_arms(store, sweep_id)}
+    for arm in store.arms(sweep_id):
+        if arm.id in failed:
+            continue
+        attempts = store.attempts(arm.id)
+        last = attempts[-1] if attempts else None
+        if last is None:
+            why = "never submitted"
+        elif last.live:
+            why = f"still {last.state} ({attempt_ref(last.arm_id, last.number)})"
+        else:
+            why = f"{last.state}: nothing to rerun" if last.state == "COMPLETED" else f"last attempt {last.state}"
+        skipped.append((f"{arm_ref(arm.id)} {arm.name}", why))
+    skipped += [(reason.split(":", 1)[0], reason.split(":", 1)[-1].strip()) for reason in refused]
+    return SweepRerun(sweep_id, kept, skipped, include_deterministic)
 
 
 def last_attempt_diagnosis(

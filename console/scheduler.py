@@ -70,6 +70,10 @@ class JobStatus:
     nodelist: str | None = None
     raw_state: str | None = None  # exactly what the scheduler said, e.g. "CANCELLED by 1001"
     source: str = "squeue"  # squeue | sacct | scontrol | local
+    # The scheduler's own times (epoch seconds), when it gave them.
+    submit_time: float | None = None
+    start_time: float | None = None
+    end_time: float | None = None
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,15 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 30.0
 
 # squeue's reason is the only free-text field, so it goes last and may contain the delimiter.
-SQUEUE_FORMAT = "%i|%T|%M|%N|%r"
-SACCT_FIELDS = ("JobID", "State", "ExitCode", "DerivedExitCode", "Elapsed", "NodeList", "Reason")
+# %V %S %e: the scheduler's submit, start and end times (epoch seconds under TIME_ENV).
+SQUEUE_FORMAT = "%i|%T|%M|%N|%V|%S|%e|%r"
+SACCT_FIELDS = (
+    "JobID", "State", "ExitCode", "DerivedExitCode", "Elapsed", "NodeList", "Submit", "Start", "End", "Reason",
+)  # fmt: skip
+# Slurm prints times in the cluster's local time unless told a format: epoch seconds (strftime
+# %s) need no time zone. Older answers (ISO local time) are still read.
+TIME_ENV = {"SLURM_TIME_FORMAT": "%s"}
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 
 INVALID_JOB_ID = "Invalid job id specified"
 ACCOUNTING_DISABLED = "accounting storage is disabled"
@@ -110,6 +117,20 @@ def _nodelist(value: str | None) -> str | None:
     return None if value in ("", "None assigned", "(null)", "None") else value
 
 
+def slurm_time(value: str | None) -> float | None:
+    """Epoch seconds from Slurm's time field (``%s`` digits or ISO local time); None for
+    ``Unknown``, ``N/A``, ``None`` and anything else."""
+    text = (value or "").strip()
+    if text.isdigit():
+        seconds = float(text)
+        return seconds if seconds > 0 else None
+    if _ISO_TIME.match(text):
+        import time
+
+        return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+    return None
+
+
 def _exit(value: str | None) -> str | None:
     value = (value or "").strip()
     return value or None
@@ -125,8 +146,15 @@ def _status(
     elapsed: str | None = None,
     nodelist: str | None = None,
     source: str,
+    times: tuple[str | None, str | None, str | None] = (None, None, None),
 ) -> JobStatus:
     state, implied = normalize_state(raw_state)
+    submit, start, end = (slurm_time(t) for t in times)
+    # A pending job's start is Slurm's forecast, a live job's end its time limit: not facts yet.
+    if state in (JobState.PENDING, JobState.UNKNOWN):
+        start = None
+    if not state.finished:
+        end = None
     return JobStatus(
         job_id=job_id,
         state=state,
@@ -137,6 +165,9 @@ def _status(
         nodelist=_nodelist(nodelist),
         raw_state=raw_state.strip(),
         source=source,
+        submit_time=submit,
+        start_time=start,
+        end_time=end,
     )
 
 
@@ -258,13 +289,21 @@ def parse_squeue(stdout: str) -> dict[str, JobStatus]:
     """Rows of ``squeue --format=SQUEUE_FORMAT``; lines that are not rows are skipped."""
     jobs: dict[str, JobStatus] = {}
     for line in stdout.splitlines():
-        parts = line.strip().split("|", 4)
-        if len(parts) != 5:
-            continue
-        job_id, state, elapsed, nodelist, reason = parts
+        parts = line.strip().split("|", 7)
+        times: tuple[str | None, str | None, str | None] = (None, None, None)
+        if len(parts) == 8 and (parts[4].strip().isdigit() or _ISO_TIME.match(parts[4].strip())):
+            job_id, state, elapsed, nodelist, submit, start, end, reason = parts
+            times = (submit, start, end)
+        else:  # the format without times (older consoles' records, tests' captures)
+            parts = line.strip().split("|", 4)
+            if len(parts) != 5:
+                continue
+            job_id, state, elapsed, nodelist, reason = parts
         if not _is_job_id(job_id):
             continue
-        jobs[job_id] = _status(job_id, state, reason=reason, elapsed=elapsed, nodelist=nodelist, source="squeue")
+        jobs[job_id] = _status(
+            job_id, state, reason=reason, elapsed=elapsed, nodelist=nodelist, source="squeue", times=times
+        )
     return jobs
 
 
@@ -274,9 +313,15 @@ def parse_sacct(stdout: str) -> dict[str, JobStatus]:
     width = len(SACCT_FIELDS)
     for line in stdout.splitlines():
         parts = line.strip().split("|", width - 1)  # Reason (last) is free text
-        if len(parts) != width:
-            continue
-        job_id, state, exit_code, derived, elapsed, nodelist, reason = parts
+        times: tuple[str | None, str | None, str | None] = (None, None, None)
+        if len(parts) == width:
+            job_id, state, exit_code, derived, elapsed, nodelist, submit, start, end, reason = parts
+            times = (submit, start, end)
+        else:  # the fields without times
+            parts = line.strip().split("|", 6)
+            if len(parts) != 7:
+                continue
+            job_id, state, exit_code, derived, elapsed, nodelist, reason = parts
         if not _is_job_id(job_id):
             continue
         jobs[job_id] = _status(
@@ -288,6 +333,7 @@ def parse_sacct(stdout: str) -> dict[str, JobStatus]:
             elapsed=elapsed,
             nodelist=nodelist,
             source="sacct",
+            times=times,
         )
     return jobs
 
@@ -317,6 +363,7 @@ def parse_scontrol(stdout: str, job_id: str) -> JobStatus | None:
             elapsed=fields.get("RunTime"),
             nodelist=fields.get("NodeList"),
             source="scontrol",
+            times=(fields.get("SubmitTime"), fields.get("StartTime"), fields.get("EndTime")),
         )
     return None
 
@@ -370,6 +417,9 @@ def merge(queued: JobStatus | None, accounted: JobStatus | None) -> JobStatus | 
         nodelist=queued.nodelist or accounted.nodelist,
         raw_state=accounted.raw_state,
         source=accounted.source,
+        submit_time=accounted.submit_time or queued.submit_time,
+        start_time=accounted.start_time or queued.start_time,
+        end_time=accounted.end_time or queued.end_time,
     )
 
 
@@ -463,7 +513,7 @@ class SlurmScheduler:
         return statuses
 
     async def _squeue(self, ids: list[str]) -> dict[str, JobStatus]:
-        result = await self._run(squeue_argv(ids))
+        result = await self._run(squeue_argv(ids), env=TIME_ENV)
         if result.returncode == 0:
             return parse_squeue(result.stdout)
         if INVALID_JOB_ID not in result.stderr:
@@ -479,7 +529,7 @@ class SlurmScheduler:
 
     async def _accounting(self, ids: list[str], queued: dict[str, JobStatus]) -> dict[str, JobStatus]:
         if self.accounting is not False:
-            result = await self._run(sacct_argv(ids))
+            result = await self._run(sacct_argv(ids), env=TIME_ENV)
             if result.returncode == 0:
                 self.accounting = True
                 return parse_sacct(result.stdout)
@@ -494,7 +544,7 @@ class SlurmScheduler:
         for job_id in ids:
             if job_id not in queued:
                 continue
-            result = await self._run(scontrol_argv(job_id))
+            result = await self._run(scontrol_argv(job_id), env=TIME_ENV)
             if result.returncode != 0:
                 if INVALID_JOB_ID in result.stderr:
                     continue

@@ -128,6 +128,13 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX healthy_templates_engine ON healthy_templates(engine);
     """,
+    # The scheduler's own submit, start and end times (squeue %V/%S/%e, sacct Submit/Start/End,
+    # scontrol SubmitTime/StartTime/EndTime), as epoch seconds; NULL until the scheduler said.
+    """
+    ALTER TABLE attempts ADD COLUMN sched_submit_at REAL;
+    ALTER TABLE attempts ADD COLUMN sched_start_at REAL;
+    ALTER TABLE attempts ADD COLUMN sched_end_at REAL;
+    """,
 )
 
 # How long a store locked by another process is waited for, and after how long that is said.
@@ -139,6 +146,8 @@ LOW_SPACE_BYTES = 1 << 20
 # Attempt states beyond Slurm's: before a job id exists, and when submission failed.
 SUBMITTING = "SUBMITTING"
 SUBMIT_FAILED = "SUBMIT_FAILED"
+# The launcher whose attempts are simulated (the demo engine): marked wherever shown or exported.
+SIMULATED_LAUNCHER = "demo"
 LIVE_STATES = (SUBMITTING, *(s.value for s in JobState if not s.finished))
 
 
@@ -228,10 +237,32 @@ class AttemptRow:
     submitter: str | None = None
     provenance: dict[str, Any] | None = None
     root_cause: str | None = None  # the key of what ended it (failed, doomed, or cancelled after a cause)
+    sched_submit_at: float | None = None
+    sched_start_at: float | None = None
+    sched_end_at: float | None = None
 
     @property
     def live(self) -> bool:
         return self.state in LIVE_STATES
+
+    @property
+    def simulated(self) -> bool:
+        """Run by the demo launcher: its numbers come from the demo engine, not from hardware."""
+        return self.launcher == SIMULATED_LAUNCHER
+
+    @property
+    def submit_time(self) -> float:
+        """When the job was submitted: the scheduler's word, else when the console submitted it."""
+        return self.sched_submit_at or self.submitted_at
+
+    @property
+    def start_time(self) -> float | None:
+        """When the job started, as the scheduler says (else when the console first saw it run)."""
+        return self.sched_start_at or self.started_at
+
+    @property
+    def end_time(self) -> float | None:
+        return self.sched_end_at or self.ended_at
 
     @property
     def cancelled_by_operator(self) -> bool:
@@ -239,9 +270,12 @@ class AttemptRow:
         return self.cancel_requested_at is not None and self.state != JobState.COMPLETED.value
 
     def elapsed(self, now: float | None = None) -> float | None:
-        if self.started_at is None:
+        """Run time: from the scheduler's start to its end (or now), as sacct's Elapsed counts it."""
+        start = self.start_time
+        if start is None:
             return None
-        return (self.ended_at or now or time.time()) - self.started_at
+        end = (self.sched_end_at or self.ended_at) if not self.live else None
+        return max(0.0, (end or now or time.time()) - start)
 
 
 class Store:
@@ -532,11 +566,13 @@ class Store:
             )
 
     def record_status(self, attempt_id: int, status: JobStatus) -> bool:
-        """Store what the scheduler said; True when the state or reason changed."""
+        """Store what the scheduler said; True when the state, reason or the scheduler's times changed."""
         now = time.time()
         with self._tx() as db:
             row = db.execute(
-                "SELECT state, reason, started_at, ended_at FROM attempts WHERE id = ?", (attempt_id,)
+                "SELECT state, reason, started_at, ended_at, sched_submit_at, sched_start_at, sched_end_at"
+                " FROM attempts WHERE id = ?",
+                (attempt_id,),
             ).fetchone()
             if row is None:
                 return False
@@ -548,17 +584,22 @@ class Store:
             ended = row["ended_at"]
             if ended is None and status.state.finished:
                 ended = now
+            times = (status.submit_time, status.start_time, status.end_time)
+            stored = (row["sched_submit_at"], row["sched_start_at"], row["sched_end_at"])
+            new_times = any(t is not None and t != old for t, old in zip(times, stored, strict=True))
             db.execute(
                 "UPDATE attempts SET state = ?, reason = ?, exit_code = COALESCE(?, exit_code),"
-                " nodelist = COALESCE(?, nodelist), started_at = ?, ended_at = ?, updated_at = ? WHERE id = ?",
-                (state, status.reason, status.exit_code, status.nodelist, started, ended, now, attempt_id),
+                " nodelist = COALESCE(?, nodelist), started_at = ?, ended_at = ?, updated_at = ?,"
+                " sched_submit_at = COALESCE(?, sched_submit_at), sched_start_at = COALESCE(?, sched_start_at),"
+                " sched_end_at = COALESCE(?, sched_end_at) WHERE id = ?",
+                (state, status.reason, status.exit_code, status.nodelist, started, ended, now, *times, attempt_id),
             )
             if changed:
                 db.execute(
                     "INSERT INTO attempt_states (attempt_id, at, state, reason, source) VALUES (?, ?, ?, ?, ?)",
                     (attempt_id, now, state, status.reason, status.source),
                 )
-            return changed
+            return changed or new_times
 
     def set_offsets(self, attempt_id: int, offsets: Mapping[str, int]) -> None:
         """Record how far each of an attempt's files has been followed (one transaction)."""
@@ -738,6 +779,7 @@ def _attempt(r: sqlite3.Row) -> AttemptRow:
         r["exit_code"], r["nodelist"], r["error"], r["submitted_at"], r["started_at"], r["ended_at"],
         r["updated_at"], r["cancel_requested_at"], r["marker"], r["submitter"], _json_doc(r["provenance"]),
         r["root_cause"],
+        r["sched_submit_at"], r["sched_start_at"], r["sched_end_at"],
     )  # fmt: skip
 
 

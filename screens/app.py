@@ -2,28 +2,38 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from console.clusters import LOCAL, Profile
 from console.engine import Engine, LaunchRefused
-from console.events import CoreEvent, FileSkipped, TrackingError
+from console.events import CoreEvent, FileSkipped, Notice, TrackingError
 from console.model import Recipe
 from console.monitor import Monitor
 from console.paths import asset
 from console.sanitize import clean_line
-from console.session import Session
+from console.session import ConfigError, Session
 from console.store import StoreError
+from screens.commands import ConsoleCommands
 from screens.messages import CoreUpdate, LaunchRequested, WorkerFailed
 from screens.recipes import RecipesScreen
 from screens.sweeps import SweepsScreen
 
 SWEEPS = "sweeps"
+_NOTICE_TITLES = {
+    "attempt_doomed": "Doomed",
+    "attempt_failed": "Attempt failed",
+    "arm_completed": "Arm completed",
+    "sweep_ended": "Sweep ended",
+    "notify_failed": "notify: command",
+}
 
 __all__ = ["SrtConsole", "make_app", "run"]
 
@@ -33,9 +43,14 @@ class SrtConsole(App[None]):
 
     CSS_PATH = str(asset("console.tcss"))
     TITLE = "srt-console"
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+    # Screens lay out their panels for the terminal's size (assets/console.tcss: -short, -narrow).
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]  # noqa: RUF012 - Textual declares it a list
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "toggle_help", "Help"),
         Binding("s", "show_sweeps", "Sweeps"),
+        Binding("z", "toggle_maximize", "Max panel"),
         Binding("ctrl+q", "quit", "Quit", show=False),
     ]
 
@@ -45,6 +60,7 @@ class SrtConsole(App[None]):
         self.notes = notes or []
         self.session = session
         self.sweeps_screen: SweepsScreen | None = None
+        self.notices: list[Notice] = []  # every notice shown, oldest first
         self._unsubscribe = session.subscribe(self._on_core_event) if session is not None else None
 
     @property
@@ -66,6 +82,7 @@ class SrtConsole(App[None]):
     def on_mount(self) -> None:
         self.push_screen(RecipesScreen(self.roots, self.notes, self.session))
         if self.session is not None:
+            self.session.start_notices()
             self.track_jobs()
 
     def _on_core_event(self, event: CoreEvent) -> None:
@@ -73,6 +90,15 @@ class SrtConsole(App[None]):
         # with the event itself (screens that don't care ignore it).
         for screen in self.screen_stack:
             screen.post_message(CoreUpdate(event))
+        if isinstance(event, Notice):
+            # On whatever screen is showing: a toast, and the terminal bell for the operator away from it.
+            severity: SeverityLevel = (
+                "error" if event.severity == "error" else "warning" if event.severity == "warning" else "information"
+            )
+            self.notify(clean_line(event.text, 300), title=_NOTICE_TITLES.get(event.kind, "srt-console"),
+                        severity=severity, timeout=12, markup=False)  # fmt: skip
+            self.bell()
+            self.notices.append(event)
         if isinstance(event, TrackingError):
             where = f"{event.cluster}: " if event.cluster else ""
             self.notify(f"{where}{event.message}", title="Tracking error", severity="warning", timeout=10)
@@ -87,14 +113,14 @@ class SrtConsole(App[None]):
 
     @on(LaunchRequested)
     def _launch_requested(self, message: LaunchRequested) -> None:
-        self.launch(message.recipe, message.cluster)
+        self.launch(message.recipes, message.cluster, message.name)
 
     @work(exclusive=False, group="launch", exit_on_error=False)
-    async def launch(self, recipe: Recipe, cluster: str) -> None:
-        """Submit the recipe's arms exactly as the launch dialog showed them."""
+    async def launch(self, recipes: list[Recipe], cluster: str, name: str | None = None) -> None:
+        """Submit the recipes' arms, one sweep, exactly as the launch dialog showed them."""
         assert self.session is not None
         try:
-            sweep_id = await self.session.launch(recipe, cluster)
+            sweep_id = await self.session.launch(recipes, cluster, name)
         except LaunchRefused as exc:
             detail = "\n".join(exc.problems[:5])
             self.notify(f"{exc}\n{detail}".strip(), severity="error", timeout=10)
@@ -135,6 +161,61 @@ class SrtConsole(App[None]):
         else:
             self.push_screen(SWEEPS)
 
+    # --- the command palette's commands (screens/commands.py) ------------------------------
+
+    def action_launch(self) -> None:
+        """Launch from the recipes screen (brought back if another screen is showing)."""
+        while not isinstance(self.screen, RecipesScreen) and len(self.screen_stack) > 2:
+            self.pop_screen()
+        if isinstance(self.screen, RecipesScreen):
+            self.screen.action_launch()
+        else:
+            self.notify("The recipes screen is not showing: press Esc until it is", severity="warning")
+
+    def run_on_sweeps(self, ref: str | None, what: str) -> None:
+        """Show the sweeps screen with the cursor on ``ref`` (a sweep, arm or attempt id; None:
+        where it is) and do ``what`` there: open, details, results, export, rerun, rerun_failed, cancel."""
+        self.action_show_sweeps()
+        if self.sweeps_screen is not None:
+            self.sweeps_screen.request(ref, what)
+
+    def action_scan_folder(self) -> None:
+        from screens.dialogs import PathDialog
+
+        def chosen(folder: str | None) -> None:
+            if folder:
+                self.scan_folder(folder)
+
+        self.push_screen(
+            PathDialog("Scan a folder of logs", "Triage every log file below this folder (a job output dir):",
+                       str(Path.cwd()), action="Scan"),
+            chosen,
+        )  # fmt: skip
+
+    @work(thread=True, group="scan", exit_on_error=False)
+    def scan_folder(self, folder: str) -> None:
+        from console.cli.scan_cmd import ScanError, collect_files, render_report, scan_paths
+        from screens.dialogs import InfoDialog
+
+        try:
+            files, notes = collect_files([folder])
+            triage = scan_paths(files)
+        except ScanError as exc:
+            self.call_from_thread(self.notify, f"scan: {exc}", severity="error")
+            return
+        diagnosis = triage.diagnose(None)
+        report = render_report(triage, diagnosis, triage.snapshot(None), files)
+        text = "\n".join([*notes, report]) if notes else report
+        self.call_from_thread(self.push_screen, InfoDialog(f"Scan of {folder}: {diagnosis.verdict}", text))
+
+    def action_toggle_maximize(self) -> None:
+        """`z`: the focused panel fills the screen, or the screen's layout comes back."""
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        elif screen.focused is None or not screen.maximize(screen.focused):
+            self.notify("Nothing here to maximise: focus a panel first (tab)", severity="warning", timeout=3)
+
     def action_toggle_help(self) -> None:
         if self.screen.query("HelpPanel"):
             self.action_hide_help_panel()
@@ -174,5 +255,9 @@ def run(roots: list[Path], notes: list[str] | None = None, config_path: str | No
         session = Session.open(config_path, on_note=note)
     except StoreError as exc:
         notes.append(f"{exc}: launching and tracking are unavailable")
+    except ConfigError as exc:
+        # Not a silent fall back to another cluster: the operator fixes the config first.
+        print(f"srt-console: {exc}", file=sys.stderr)
+        return 2
     make_app(roots, notes, session=session).run()
     return 0

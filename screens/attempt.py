@@ -63,6 +63,11 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         *(Binding(str(i), f"file({i - 1})", f"File {i}", show=False) for i in range(1, 10)),
         Binding("o", "older", "Older lines"),
         Binding("t", "follow", "Follow tail"),
+        Binding("w", "wrap", "Wrap"),
+        Binding("colon,g", "prompt('line')", "Go to line"),
+        Binding("V", "pager", "$PAGER"),
+        Binding("y", "copy_line", "Copy line", show=False),
+        Binding("Y", "copy_path", "Copy path", show=False),
         Binding("l", "focus_log", "Log", show=False),
         Binding("v", "report", "Report"),
     ]
@@ -193,6 +198,8 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         text.append(a.job_id or "-")
         text.append("  ")
         text.append(f" {a.state} ", "bold reverse")
+        if a.simulated:
+            text.append(" SIMULATED ", "bold italic")
         if a.reason or a.error:
             text.append(f" {a.reason or a.error}")
         if a.nodelist:
@@ -269,6 +276,67 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
 
     def action_focus_log(self) -> None:
         self.log_view.body.focus()
+
+    def action_wrap(self) -> None:
+        self.log_view.toggle_wrap()
+
+    def file_path(self) -> str | None:
+        """The shown file's path where it is (on this machine, or on the cluster)."""
+        file = self.log_view.current
+        if file is None:
+            return None
+        if file.startswith("/") or not self.attempt.output_dir:
+            return file
+        return f"{self.attempt.output_dir.rstrip('/')}/{file}"
+
+    def action_copy_line(self) -> None:
+        line = self.log_view.cursor_line()
+        if line is None:
+            self.notify("No line to copy", severity="warning")
+            return
+        self.app.copy_to_clipboard(line[1])
+        self.notify(f"Copied line {line[0]} to the clipboard", timeout=3)
+
+    def action_copy_path(self) -> None:
+        path = self.file_path()
+        if path is None:
+            self.notify("No file shown", severity="warning")
+            return
+        where = f"{self.attempt.cluster}:" if self._remote() else ""
+        self.app.copy_to_clipboard(f"{where}{path}")
+        self.notify(f"Copied {where}{path}", timeout=4)
+
+    def _remote(self) -> bool:
+        profile = self.session.profiles.get(self.attempt.cluster)
+        return profile is not None and profile.ssh is not None
+
+    def action_pager(self) -> None:
+        """The shown file in $PAGER (less by default); a file on a cluster is paged from the lines held here."""
+        import os
+        import shlex
+        import subprocess
+        import tempfile
+
+        path = self.file_path()
+        if path is None:
+            self.notify("No file shown", severity="warning")
+            return
+        pager = shlex.split(os.environ.get("PAGER") or "less")
+        temp: str | None = None
+        if self._remote() or not os.path.isfile(path):
+            # Untrusted text, already cleaned of terminal controls: the pager sees what the view shows.
+            with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False, encoding="utf-8") as out:
+                out.write("\n".join(self.log_view.held_lines()) + "\n")
+                temp = path = out.name
+            self.notify(f"The file is on {self.attempt.cluster}: paging the lines held here", timeout=5)
+        try:
+            with self.app.suspend():
+                subprocess.run([*pager, path], check=False)
+        except Exception as exc:
+            self.notify(f"cannot run {pager[0]}: {exc}", severity="error")
+        finally:
+            if temp is not None:
+                os.unlink(temp)
 
     def _node_count(self) -> int | None:
         """Nodes the job holds: as its log says, else as its recipe asks."""

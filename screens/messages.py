@@ -31,10 +31,11 @@ class RecipeSelected(Message):
 
 @dataclass
 class LaunchRequested(Message):
-    """The operator confirmed a launch of ``recipe`` on ``cluster`` (the app submits it)."""
+    """The operator confirmed a launch of ``recipes`` (one sweep) on ``cluster`` (the app submits it)."""
 
-    recipe: Recipe
+    recipes: list[Recipe]
     cluster: str
+    name: str | None = None
 
 
 class CoreUpdate(Message):

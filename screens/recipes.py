@@ -12,7 +12,6 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from console.launch_plan import ArmPlan
 from console.model import Recipe
 from console.recipes import load_recipe, load_targets
 from console.recipes.flavours import Flavour
@@ -20,7 +19,7 @@ from console.recipes.loader import RECIPE_SUFFIXES
 from console.session import Session
 from screens.messages import LaunchRequested, RecipeSelected, RecipesLoaded, ReportsWorkerErrors
 from screens.widgets.recipe_preview import RecipePreview
-from screens.widgets.recipe_tree import RecipeTree
+from screens.widgets.recipe_tree import RecipeTree, display_path
 
 
 class RecipesScreen(ReportsWorkerErrors, Screen[None]):
@@ -30,6 +29,7 @@ class RecipesScreen(ReportsWorkerErrors, Screen[None]):
         Binding("y", "show_tab('tab-yaml')", "YAML"),
         Binding("a", "show_tab('tab-arms')", "Arms"),
         Binding("l", "launch", "Launch"),
+        Binding("m", "mark", "Mark"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -102,32 +102,40 @@ class RecipesScreen(ReportsWorkerErrors, Screen[None]):
         self.load_library()
         self.notify("Recipes reloaded", timeout=2)
 
+    def action_mark(self) -> None:
+        """Mark the recipe under the cursor (m): `l` then launches every marked recipe as one sweep."""
+        tree = self.query_one(RecipeTree)
+        recipe = tree.toggle_mark()
+        if recipe is not None:
+            self.notify(f"{len(tree.marked)} recipe(s) marked: l launches them as one sweep", timeout=3)
+
     def action_launch(self) -> None:
-        """Confirm, then launch every arm of the selected recipe file."""
+        """Confirm, then launch: the marked recipes, else the folder under the cursor, else the
+        recipe under it (every arm of each, one sweep)."""
         from screens.dialogs import LaunchDialog
 
         session = self.session
-        recipe = self.recipes.get(self.selected or "")
         if session is None:
             self.notify("No store: launching is unavailable", severity="error")
             return
-        if recipe is None:
-            self.notify("Select a recipe first", severity="warning")
+        what, recipes = self.query_one(RecipeTree).selection()
+        # The newest load of each (a file may have changed since it was marked).
+        recipes = [self.recipes.get(r.path, r) for r in recipes]
+        if not recipes:
+            self.notify("Select a recipe or a folder first", severity="warning")
             return
-        if not recipe.ok or not recipe.arms:
-            self.notify(f"{recipe.path} has errors; fix them first (p shows them)", severity="error")
+        broken = [r for r in recipes if not r.ok or not r.arms]
+        if broken:
+            names = ", ".join(display_path(r.path, self.roots) for r in broken[:3])
+            self.notify(f"{names}: errors or no arms; fix them first (p shows them)", severity="error")
             return
 
-        def chosen(cluster: str | None) -> None:
-            if cluster:
-                self.post_message(LaunchRequested(recipe, cluster))  # the app submits it
+        def chosen(answer: tuple[str, list[Recipe]] | None) -> None:
+            if answer:
+                cluster, checked = answer
+                self.post_message(LaunchRequested(checked, cluster))  # the app submits it
 
-        async def checks(cluster: str) -> list[ArmPlan]:
-            return await session.plan_launch(recipe.arms, cluster)
-
-        dialog = LaunchDialog(
-            f"Launch {recipe.path}", list(recipe.arms), session.profiles, session.default_cluster, checker=checks
-        )
+        dialog = LaunchDialog(f"Launch {what}", recipes, session, session.default_cluster)
         self.app.push_screen(dialog, chosen)
 
     def action_show_tab(self, tab: str) -> None:

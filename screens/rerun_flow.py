@@ -1,4 +1,5 @@
-"""The rerun flow the sweeps screen runs on ``r`` / ``R`` (plan, confirm, submit), and the export on ``e``."""
+"""The rerun flows the sweeps screen runs on ``r`` / ``R`` (one arm) and ``F`` (every failed arm of
+a sweep): plan, confirm, submit; and the export on ``e``, which asks where."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from textual.screen import Screen
 from console.describe import shown
 from console.engine import LaunchRefused
 from console.ids import arm_ref, attempt_ref
-from console.rerun import RerunPlan, RerunRefused
+from console.rerun import RerunPlan, RerunRefused, SweepRerun
+from console.results.export import NothingToExport, export_dir, write_export
 from console.session import Session
 from console.store import AttemptRow
-from screens.dialogs import ConfirmDialog
-from screens.results import write_export
+from screens.dialogs import ConfirmDialog, PathDialog, SweepRerunDialog
 
 _BUSY: set[tuple[int, int]] = set()  # (id(session), arm id) while a rerun is being planned or submitted
 
@@ -70,6 +71,67 @@ async def rerun_from_screen(
         _BUSY.discard(key)
 
 
+async def rerun_failed_from_screen(screen: Screen[Any], session: Session, sweep_id: int) -> list[AttemptRow]:
+    """Plan every failed arm of the sweep, show what will and will not be submitted and why
+    (deterministic failures left out until ``d`` includes them), then submit each."""
+    include = False
+    while True:
+        try:
+            plan: SweepRerun = await session.plan_failed_reruns(sweep_id, include_deterministic=include)
+        except Exception as exc:
+            screen.notify(f"Not rerun: {type(exc).__name__}: {exc}", severity="error", timeout=8, markup=False)
+            return []
+        answer = await screen.app.push_screen_wait(SweepRerunDialog(plan))
+        if answer == "toggle":
+            include = not include
+            continue
+        if answer != "submit":
+            return []
+        break
+    rows: list[AttemptRow] = []
+    for arm_plan in plan.plans:
+        try:
+            rows.append(await session.rerun(arm_plan))
+        except (RerunRefused, LaunchRefused) as exc:
+            screen.notify(f"Not rerun: {exc}", severity="error", timeout=8, markup=False)
+    failed = [r for r in rows if not r.job_id]
+    screen.notify(
+        f"s{sweep_id}: {len(rows) - len(failed)} rerun(s) submitted"
+        + (f", {len(failed)} failed to submit" if failed else ""),
+        severity="error" if failed else "information",
+    )
+    return rows
+
+
 async def export_sweep(session: Session, sweep_id: int, directory: Path) -> list[Path]:
     """Read every arm of the sweep and write its merged points as CSV and JSON."""
-    return write_export(directory, sweep_id, await session.sweep_rows(sweep_id))
+    job_dirs = {
+        attempt_ref(a.arm_id, a.number): a.output_dir
+        for arm in session.arms(sweep_id)
+        for a in session.attempts(arm.id)
+        if a.output_dir
+    }
+    return write_export(directory, f"s{sweep_id}", await session.sweep_rows(sweep_id), job_dirs)
+
+
+def export_from_screen(screen: Screen[Any], session: Session, sweep_id: int) -> None:
+    """Ask where (default beside the data dir, the path shown), then export the sweep there."""
+
+    def chosen(directory: str | None) -> None:
+        if directory:
+            screen.run_worker(_export(screen, session, sweep_id, Path(directory)), group="export", exit_on_error=False)
+
+    title = f"Export the results of s{sweep_id}"
+    body = f"Writes srt-results-s{sweep_id}-<time>.csv and .json in this folder:"
+    screen.app.push_screen(PathDialog(title, body, str(export_dir(session.data_dir))), chosen)
+
+
+async def _export(screen: Screen[Any], session: Session, sweep_id: int, directory: Path) -> None:
+    try:
+        paths = await export_sweep(session, sweep_id, directory)
+    except NothingToExport as exc:
+        screen.notify(str(exc).capitalize(), severity="warning", markup=False)
+    except Exception as exc:
+        screen.notify(f"export failed: {exc}", severity="error", markup=False)
+    else:
+        screen.notify("Exported " + " and ".join(str(p) for p in paths), timeout=10, markup=False)

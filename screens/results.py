@@ -9,9 +9,8 @@ attempt it came from.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -29,8 +28,9 @@ from console.describe import shown
 from console.engine import LaunchRefused
 from console.events import AttemptChanged, PointArrived, PointRunning
 from console.ids import arm_ref, attempt_ref, sweep_ref
-from console.results import AttemptPoints, PointResult, arm_view, points_csv, points_rows
-from console.results.arms import ResultsUnavailable, expected_points
+from console.results import AttemptPoints, PointResult, arm_view, points_rows
+from console.results.arms import ResultsUnavailable, attempt_context, expected_points
+from console.results.export import NothingToExport, export_dir, write_export
 from console.session import Session
 from console.sides import SideError, side_of
 from console.store import ArmRow, AttemptRow
@@ -51,6 +51,7 @@ COLUMNS = (
     ("itl", "ITL p50 ms"),
     ("e2el", "E2EL p50 ms"),
     ("completed", "completed"),
+    ("why", "why not done"),
 )
 # Each status's look is a component class of the screen: its colour comes from the theme.
 STATUS_CLASSES = {
@@ -71,7 +72,7 @@ def point_cells(point: PointResult, styles: Mapping[str, Style] | None = None) -
     return {
         "conc": Text(str(point.concurrency), justify="right"),
         "status": Text(point.status, style=(styles or {}).get(point.status, "")),
-        "attempt": point.attempt or "",
+        "attempt": (point.attempt or "") + (" sim" if point.simulated else ""),
         "out": _num(point.output_tok_s),
         "total": _num(point.total_tok_s),
         "per_gpu": _num(point.tok_s_per_gpu),
@@ -81,6 +82,8 @@ def point_cells(point: PointResult, styles: Mapping[str, Style] | None = None) -
         "itl": _num(point.itl.median, 2),
         "e2el": _num(point.e2el.median, 0),
         "completed": Text("-" if point.completed is None else str(point.completed), justify="right"),
+        # Why a point is not done: never ran, crashed at this concurrency, an invalid result...
+        "why": Text(point.invalid_reason or "" if point.status != "done" else ""),
     }
 
 
@@ -107,6 +110,7 @@ class ArmResults:
                 )
                 for attempt in sorted(self.attempts.values(), key=lambda a: a.number)
             ),
+            **attempt_context(self.attempts.values()),
         )
 
 
@@ -152,8 +156,14 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
         with Horizontal(id="results-body"):
             with VerticalScroll(id="results-tables"):
                 for arm in self.session.arms(self.sweep_id):
-                    yield Label(Text(f"{arm_ref(arm.id)}  {shown(arm.name)}"), classes="results-arm-title")
-                    yield DataTable(id=f"arm-{arm.id}", cursor_type="row", zebra_stripes=True, classes="results-table")
+                    simulated = any(a.simulated for a in self.session.attempts(arm.id))
+                    title = Text(f"{arm_ref(arm.id)}  {shown(arm.name)}")
+                    if simulated:
+                        title.append("  SIMULATED: demo engine numbers, not measured", "italic")
+                    yield Label(title, classes="results-arm-title")
+                    # `conc` stays in view when the table is scrolled sideways.
+                    yield DataTable(id=f"arm-{arm.id}", cursor_type="row", zebra_stripes=True, fixed_columns=1,
+                                    classes="results-table")  # fmt: skip
             yield PointsPlot(id="results-plot")
         yield Footer()
 
@@ -229,7 +239,7 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
                 old = point_cells(previous, self._status_styles) if previous is not None else {}
                 for column, value in cells.items():
                     if old.get(column) != value:
-                        table.update_cell(key, column, value)
+                        table.update_cell(key, column, value, update_width=True)
             else:
                 table.add_row(*cells.values(), key=key)
                 if any(c > point.concurrency for c in state.shown):
@@ -393,13 +403,35 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
         self._head()
 
     def action_export(self) -> None:
+        """Ask where (default beside the data dir), then write what the tables show."""
+        from screens.dialogs import PathDialog
+
+        def chosen(directory: str | None) -> None:
+            if directory:
+                self.export_to(Path(directory))
+
+        body = f"Writes srt-results-{sweep_ref(self.sweep_id)}-<time>.csv and .json in this folder:"
+        default = str(self.export_dir or export_dir(self.session.data_dir))
+        self.app.push_screen(PathDialog(f"Export the results of {sweep_ref(self.sweep_id)}", body, default), chosen)
+
+    def export_to(self, directory: Path) -> list[Path]:
         rows = sweep_rows(self.arms.values())
         try:
-            paths = write_export(self.export_dir or Path.cwd(), self.sweep_id, rows)
+            job_dirs = {
+                attempt_ref(a.arm_id, a.number): a.output_dir
+                for state in self.arms.values()
+                for a in state.attempts.values()
+                if a.output_dir
+            }
+            paths = write_export(directory, sweep_ref(self.sweep_id), rows, job_dirs)
+        except NothingToExport as exc:
+            self.notify(str(exc).capitalize(), severity="warning")
+            return []
         except OSError as exc:
             self.notify(f"export failed: {exc}", severity="error")
-            return
-        self.notify("Exported " + " and ".join(str(p) for p in paths), timeout=8)
+            return []
+        self.notify("Exported " + " and ".join(str(p) for p in paths), timeout=10)
+        return paths
 
 
 def _conc_key(value: Any) -> int:
@@ -411,14 +443,3 @@ def sweep_rows(arms: Any) -> list[dict[str, Any]]:
     for state in arms:
         rows += points_rows(state.arm.name, sorted(state.shown.values(), key=lambda p: p.concurrency))
     return rows
-
-
-def write_export(directory: Path, sweep_id: int, rows: Sequence[dict[str, Any]]) -> list[Path]:
-    """``srt-results-s<N>-<time>.csv`` and ``.json`` in ``directory``; returns both paths."""
-    directory.mkdir(parents=True, exist_ok=True)
-    stem = f"srt-results-{sweep_ref(sweep_id)}-{time.strftime('%Y%m%d-%H%M%S')}"
-    csv_path = directory / f"{stem}.csv"
-    json_path = directory / f"{stem}.json"
-    csv_path.write_text(points_csv(rows), encoding="utf-8")
-    json_path.write_text(json.dumps({"sweep": sweep_ref(sweep_id), "points": list(rows)}, indent=2) + "\n")
-    return [csv_path, json_path]

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from console.cli.exits import EXIT_USAGE, JSON_ERRORS, fail
 from console.cli.parser import build_parser
 
 # Each command's module, imported only when it runs: `--help` and one command never pay for
@@ -41,6 +42,14 @@ def _tui(args: argparse.Namespace, ui: UiRunner | None) -> int:
     if ui is None:
         print("srt-console: the terminal UI is opened by `srt-console` (or `python -m screens`)", file=sys.stderr)
         return 2
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # Without a terminal the UI would draw to nowhere and spin; scripts have the commands.
+        print(
+            "srt-console: the terminal UI needs a terminal (stdin and stdout); "
+            "from a script use a command, e.g. `srt-console status` (see --help)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     notes: list[str] = []
     if getattr(args, "paths", None):
         roots = list(args.paths)
@@ -54,6 +63,9 @@ def _tui(args: argparse.Namespace, ui: UiRunner | None) -> int:
 def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
     """Run one command; with none (or ``tui``) open ``ui``."""
     args = build_parser().parse_args(argv)  # `--help` and usage errors end here
+    JSON_ERRORS.set(bool(getattr(args, "json", False)))
+    if args.config and not Path(args.config).expanduser().is_file():
+        return fail(f"--config {args.config}: no such config file", code=EXIT_USAGE)
     from console.store import StoreError
 
     try:
@@ -66,8 +78,7 @@ def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
         return _tui(args, ui)
     except StoreError as exc:
         # A full disk, a locked or read-only store...: the cause, never a traceback.
-        print(f"srt-console: {exc}", file=sys.stderr)
-        return 1
+        return fail(str(exc))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import sys
 
+from console.cli.exits import EXIT_BAD, EXIT_USAGE
 from console.ids import Ref, parse_ref
-from console.session import Session
+from console.session import ConfigError, Session
 from console.store import AttemptRow, Store, StoreError
 
 
 class CliError(Exception):
     """A message for the operator; the command exits non-zero without a traceback."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 Context = Session
@@ -23,6 +28,8 @@ def open_context(config_path: str | None) -> Session:
         return Session.open(config_path, on_note=lambda note: print(f"srt-console: {note}", file=sys.stderr))
     except StoreError as exc:
         raise CliError(str(exc)) from None
+    except ConfigError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
 
 
 def resolve_attempts(store: Store, text: str) -> list[AttemptRow]:

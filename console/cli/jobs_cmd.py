@@ -10,7 +10,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from console.cli.context import CliError, Context, open_context, resolve_attempts
-from console.describe import shown
+from console.cli.exits import EXIT_BAD, EXIT_USAGE, fail
+from console.describe import clock_label, duration_label, grid_label, iso_time, shown, topology_label
 from console.engine import LaunchRefused
 from console.ids import arm_ref, attempt_ref, parse_ref, sweep_ref
 from console.provenance import Provenance
@@ -26,11 +27,8 @@ if TYPE_CHECKING:
 # (the recipe schemas, the launch checks) is imported by those commands.
 
 
-def _fail(message: str, problems: list[str] | None = None) -> int:
-    for problem in problems or []:
-        print(shown(problem, 4000), file=sys.stderr)
-    print(f"srt-console: {shown(message, 4000)}", file=sys.stderr)
-    return 1
+def _fail(message: str, problems: list[str] | None = None, code: int = EXIT_BAD) -> int:
+    return fail(message, problems, code)
 
 
 def _json(doc: Any) -> None:
@@ -55,7 +53,13 @@ def attempt_doc(store: Store, attempt: AttemptRow) -> dict[str, Any]:
         "nodelist": attempt.nodelist,
         "error": attempt.error,
         "cancelled_by_you": attempt.cancelled_by_operator,
-        "elapsed_s": round(attempt.elapsed() or 0.0, 1) if attempt.started_at else None,
+        # Demo-launcher attempts: the demo engine's numbers, not measured on hardware.
+        "simulated": attempt.simulated,
+        "submitted": iso_time(attempt.submit_time),
+        "started": iso_time(attempt.start_time),
+        "ended": iso_time(attempt.end_time),
+        "times_from": "scheduler" if attempt.sched_submit_at is not None else "console",
+        "elapsed_s": round(attempt.elapsed() or 0.0, 1) if attempt.start_time is not None else None,
         # What ran (the resolved recipe itself is in `report --json`; here its digest).
         "provenance": Provenance.from_json(attempt.provenance).to_json(with_recipe=False)
         if attempt.provenance
@@ -70,7 +74,7 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     try:
         ctx = open_context(args.config)
     except CliError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), code=exc.code)
     reports = asyncio.run(_check_all(ctx))
     if args.json:
         _json({"clusters": reports, "default": ctx.default_cluster})
@@ -102,16 +106,15 @@ async def _check_all(ctx: Context) -> list[dict[str, Any]]:
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
-    from console.describe import grid_label, topology_label
     from console.recipes import load_targets
 
     try:
         ctx = open_context(args.config)
     except CliError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), code=exc.code)
     cluster = args.cluster or ctx.default_cluster
     if cluster not in ctx.profiles:
-        return _fail(f"unknown cluster {cluster!r}; configured: {', '.join(sorted(ctx.profiles))}")
+        return _fail(f"unknown cluster {cluster!r}; configured: {', '.join(sorted(ctx.profiles))}", code=EXIT_USAGE)
     profile = ctx.profiles[cluster]
     # Checked for the srtctl this cluster runs, when its profile says which (srtctl_flavour).
     recipes = load_targets(args.paths, flavour=profile.flavour())
@@ -119,6 +122,13 @@ def cmd_launch(args: argparse.Namespace) -> int:
     problems = [str(p) for r in recipes for p in r.errors]
     if problems:
         return _fail("the recipes have errors; nothing was submitted", problems)
+    # A selector that matches nothing (or not what was meant) is a warning for `check`; a
+    # launch does not guess what the operator wanted.
+    selectors = [
+        str(p) for r in recipes for p in r.problems if p.field == "selector" and p.message.startswith("selector ")
+    ]
+    if selectors:
+        return _fail("a selector does not apply; nothing was submitted", selectors)
     if not arms:
         return _fail("no arms to launch")
     if not args.json:
@@ -209,10 +219,14 @@ async def _launch(ctx: Context, args: argparse.Namespace, cluster: str, planned:
         plans = await _pin_checks(ctx, planned[1], cluster, args.json)
         blocked = [p for p in plans if p.blocking]
         if blocked and not args.force:
-            if args.json:
-                _json({"refused": [p.as_dict() for p in blocked]})
-            return _fail("the cluster's checkout cannot run these arms as stated; nothing was submitted "
-                         "(--force submits anyway)")  # fmt: skip
+            message = (
+                "the cluster's checkout cannot run these arms as stated; nothing was submitted (--force submits anyway)"
+            )
+            if args.json:  # one document: the error and what was refused
+                _json({"error": message, "problems": [], "exit_code": EXIT_BAD,
+                       "refused": [p.as_dict() for p in blocked]})  # fmt: skip
+                return EXIT_BAD
+            return _fail(message)
         refusal = _confirmed(args)
         if refusal:
             return _fail(refusal)
@@ -245,13 +259,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         ctx = open_context(args.config)
     except CliError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), code=exc.code)
     notes = asyncio.run(_refresh(ctx))
     sweeps: list[dict[str, Any]] = []
+    lines: list[tuple[str, AttemptRow] | str] = []  # a sweep's title, or an attempt with its arm's name
     for sweep in ctx.store.sweeps():
         arms: list[dict[str, Any]] = []
+        lines.append(f"{sweep_ref(sweep.id)}  {shown(sweep.name)}  on {shown(sweep.cluster)}")
         for arm in ctx.store.arms(sweep.id):
-            attempts = [attempt_doc(ctx.store, a) for a in ctx.store.attempts(arm.id)]
+            rows = ctx.store.attempts(arm.id)
+            lines += [(shown(arm.name), a) for a in rows]
+            attempts = [attempt_doc(ctx.store, a) for a in rows]
             arms.append({"id": arm_ref(arm.id), "name": arm.name, "recipe": arm.recipe_path, "attempts": attempts})
         sweeps.append({"id": sweep_ref(sweep.id), "name": sweep.name, "cluster": sweep.cluster, "arms": arms})
     if args.json:
@@ -260,16 +278,29 @@ def cmd_status(args: argparse.Namespace) -> int:
     for cluster, note in notes.items():
         if note != "connected":
             print(f"{cluster}: {shown(note, 2000)}", file=sys.stderr)
-    for sweep_doc in sweeps:
-        print(f"{sweep_doc['id']}  {shown(sweep_doc['name'])}  on {sweep_doc['cluster']}")
-        for arm_doc in sweep_doc["arms"]:
-            for doc in arm_doc["attempts"]:
-                reason = f" ({shown(doc['reason'])})" if doc["reason"] else ""
-                elapsed = f"{doc['elapsed_s']:.0f}s" if doc["elapsed_s"] is not None else "-"
-                print(
-                    f"  {doc['id']:<8} {shown(arm_doc['name']):<44} {doc['state'] + reason:<26} "
-                    f"{doc['job_id'] or '-':<10} {elapsed:>7}"
-                )
+    if not sweeps:
+        print(f"No sweeps yet (store {ctx.store.path}): `srt-console launch PATH` starts one.")
+        return 0
+    width = max([len("ARM")] + [len(line[0]) for line in lines if isinstance(line, tuple)])
+    print(
+        f"  {'ATTEMPT':<8} {'ARM':<{width}} {'STATE':<28} {'JOB':<10} {'SUBMITTED':<16} {'STARTED':<8} "
+        f"{'ENDED':<8} {'ELAPSED':>8}"
+    )
+    noticed = False
+    for line in lines:
+        if isinstance(line, str):
+            print(line)
+            continue
+        name, a = line
+        state = a.state + (f" ({shown(a.reason)})" if a.reason else "") + (" [simulated]" if a.simulated else "")
+        noticed = noticed or (a.job_id is not None and a.sched_submit_at is None)
+        print(
+            f"  {attempt_ref(a.arm_id, a.number):<8} {name:<{width}} {state:<28} {a.job_id or '-':<10} "
+            f"{clock_label(a.submit_time, date=True):<16} {clock_label(a.start_time):<8} "
+            f"{clock_label(a.end_time):<8} {duration_label(a.elapsed()):>8}"
+        )
+    if noticed:
+        print("(times without the scheduler's own are when the console noticed)")
     return 0
 
 
@@ -290,7 +321,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     try:
         ctx = open_context(args.config)
     except CliError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), code=exc.code)
     return asyncio.run(_cancel(ctx, args))
 
 

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from console import __version__
+from console.cli.exits import EXIT_CODES_HELP
 
 # The choices that the commands' modules also define; tests hold them equal
 # (importing those modules here would import what every command needs, for all of them).
@@ -39,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="srt-console",
         description="Operator console for srtctl LLM-serving benchmarks on Slurm. "
         "With no command it opens the terminal UI.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"srt-console {__version__}")
     parser.add_argument(
@@ -92,12 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
     _results_parsers(sub)
     _validate_parsers(sub)
 
-    p = sub.add_parser("watch", help="follow attempts live: stages, findings, diagnosis, points")
-    p.add_argument("target", metavar="ATTEMPT|SWEEP")
+    p = sub.add_parser(
+        "watch",
+        help="follow attempts live: stages, findings, diagnosis, points; exit 1 when a verdict is failed or doomed",
+    )
+    p.add_argument("target", metavar="ATTEMPT|SWEEP", help="an attempt (a3.1), arm (a3), sweep (s2) or job:<id>")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
     p = sub.add_parser("tui", help="open the terminal UI (the default)")
     p.add_argument("paths", nargs="*", metavar="PATH", help="recipe folders to browse")
+    for command in sub.choices.values():
+        command.epilog = EXIT_CODES_HELP
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
 
 
@@ -114,7 +123,7 @@ def _flavour_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _scan_parser(sub: Any) -> None:
     """The `scan` subcommand (``sub`` is the parser's subparsers action)."""
-    p = sub.add_parser("scan", help="offline triage of log files or a job output dir")
+    p = sub.add_parser("scan", help="offline triage of log files or a job output dir; exit 1 when failed or doomed")
     p.add_argument("paths", nargs="+", metavar="PATH", help="log files, logs/ dirs or job output dirs")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument(
@@ -143,14 +152,25 @@ def _signatures_parser(sub: Any) -> None:
 def _results_parsers(sub: Any) -> None:
     """The `results` and `rerun` subcommands (``sub`` is the parser's subparsers action)."""
     p = sub.add_parser("results", help="points of an attempt (a3.1), arm (a3), sweep (s2) or job output dir")
-    p.add_argument("target", metavar="ATTEMPT|ARM|SWEEP|DIR")
+    p.add_argument(
+        "target", metavar="ATTEMPT|ARM|SWEEP|DIR",
+        help="an attempt (a3.1), arm (a3), sweep (s2), job:<id>, or a job output dir on this machine; "
+        "exit 1 when a point is missing or invalid",
+    )  # fmt: skip
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print one JSON document")
     fmt.add_argument("--csv", action="store_true", help="print CSV, one line per point")
 
     p = sub.add_parser("rerun", help="rerun a failed arm (a3), or every failed arm of a sweep (s2)")
-    p.add_argument("target", metavar="ARM|SWEEP")
+    p.add_argument(
+        "target", metavar="ARM|SWEEP",
+        help="an arm (a3), or a sweep (s2): every arm of it whose last attempt failed",
+    )  # fmt: skip
     p.add_argument("--missing", action="store_true", help="only the points without a valid result")
+    p.add_argument(
+        "--include-deterministic", action="store_true",
+        help="also rerun arms whose failure is deterministic (skipped by default: they would fail the same way)",
+    )  # fmt: skip
     p.add_argument(
         "--from",
         dest="rerun_config",
@@ -164,7 +184,7 @@ def _results_parsers(sub: Any) -> None:
 
 def _validate_parsers(sub: Any) -> None:
     p = sub.add_parser("report", help="a pull-request report of a sweep (s2), arm (a3) or attempt (a3.1)")
-    p.add_argument("target", metavar="SWEEP|ARM|ATTEMPT")
+    p.add_argument("target", metavar="SWEEP|ARM|ATTEMPT", help="a sweep (s2), arm (a3) or attempt (a3.1)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="GitHub Markdown (the default)")
     fmt.add_argument("--json", action="store_true", help="one JSON document")

@@ -12,7 +12,7 @@ from console.clusters import load_profiles
 from console.config import load_config
 from console.describe import arm_facts, grid_label, nodes_label, seq_label, shown, topology_label
 from console.model import Recipe
-from console.paths import bundled_recipes_dir
+from console.paths import bundled_recipes_dir, local_recipe_tree
 from console.recipes import load_targets
 from console.recipes.flavours import Flavour, describe, parse_flavour
 from console.store import default_data_dir
@@ -35,11 +35,20 @@ def chosen_flavour(args: argparse.Namespace) -> Flavour | None:
     return profiles[name].flavour()
 
 
-def default_recipe_roots(config_path: str | None) -> tuple[list[str], list[str]]:
-    """The bundled recipes plus the configured recipe dirs, and any config problems."""
+def default_recipe_roots(config_path: str | None, cwd: Path | None = None) -> tuple[list[str], list[str]]:
+    """The recipes the operator works on, and any config problems: run from an srt-console
+    checkout, its `recipes/` (not the installed copy); from an srt-slurm tree, its `recipes/`
+    and then the bundled ones; elsewhere the bundled ones. The configured recipe dirs follow."""
     config = load_config(config_path)
-    roots = [str(bundled_recipes_dir())]
-    roots += [str(d) for d in config.recipe_dirs if d.is_dir()]
+    local = local_recipe_tree(cwd or Path.cwd())
+    roots: list[str] = []
+    if local is not None:
+        roots.append(str(local[0]))
+    if local is None or local[1] != "srt-console":
+        bundled = bundled_recipes_dir()
+        if str(bundled.resolve()) not in {str(Path(r).resolve()) for r in roots}:
+            roots.append(str(bundled))
+    roots += [str(d) for d in config.recipe_dirs if d.is_dir() and str(d.resolve()) not in roots]
     notes = list(config.problems)
     notes += [f"{config.path}: recipe_dirs: {d} is not a directory" for d in config.recipe_dirs if not d.is_dir()]
     return roots, notes

@@ -7,12 +7,14 @@ import asyncio
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from console.cli.context import CliError, Context, open_context
+from console.cli.exits import fail
 from console.cli.jobs_cmd import attempt_doc
 from console.describe import shown
 from console.engine import LaunchRefused
@@ -32,13 +34,15 @@ from console.rerun import (
     rerun,
 )
 from console.results import PointResult, arm_points, points_csv, read_job_metadata, read_points
+from console.results.arms import attempt_context
+from console.results.names import discover_results
+from console.results.points import arm_view, read_point
 from console.store import ArmRow, AttemptRow
 from console.transport.base import TransportError
 
 
 def _fail(message: str) -> int:
-    print(f"srt-console: {shown(message, 4000)}", file=sys.stderr)
-    return 1
+    return fail(message)
 
 
 # --- results ------------------------------------------------------------------------------
@@ -47,9 +51,11 @@ def _fail(message: str) -> int:
 def cmd_results(args: argparse.Namespace) -> int:
     target = Path(args.target)
     groups: list[tuple[str | None, list[PointResult]]]
+    looked: list[str] = []
     try:
         if target.is_dir():
-            groups = [(None, _dir_points(target))]
+            points, looked = _dir_points(target, args.config)
+            groups = [(None, points)]
         else:
             ctx = open_context(args.config)
             groups = asyncio.run(_store_points(ctx, args.target))
@@ -58,22 +64,74 @@ def cmd_results(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     for arm_name, points in groups:
         for point in points:
-            doc = point.to_json()
-            rows.append({"arm": arm_name, **doc} if arm_name is not None else doc)
+            row = point.to_json()
+            rows.append({"arm": arm_name, **row} if arm_name is not None else row)
+    found = any(p.status != "missing" for _, points in groups for p in points)
     if args.json:
-        json.dump({"points": rows}, sys.stdout, indent=2)
+        doc: dict[str, Any] = {"points": rows}
+        if looked and not found:
+            doc["looked_in"] = looked
+        json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif args.csv:
         sys.stdout.write(points_csv(rows))
     else:
         sys.stdout.write(_table(groups))
-    return 0
+        if any(p.simulated for _, points in groups for p in points):
+            print("simulated: these numbers come from the demo engine, not from hardware")
+        if looked and not found:
+            print("no result files found; looked in:\n  " + "\n  ".join(looked))
+    # For scripts: 1 when an expected point has no valid result (missing, incomplete, invalid).
+    bad = any(p.status in ("missing", "incomplete", "invalid") for _, points in groups for p in points)
+    return 1 if bad else 0
 
 
-def _dir_points(job_dir: Path) -> list[PointResult]:
-    """Points of a job output dir on this machine; expected points from its config.yaml."""
+def _recorded_attempt(job_dir: Path) -> AttemptRow | None:
+    """The attempt the store recorded with this output dir, if any (read-only use of the store)."""
+    from console.store import Store, StoreError, default_data_dir
+
+    store_file = default_data_dir() / "console.sqlite3"
+    if not store_file.is_file():
+        return None
+    try:
+        store = Store(store_file)
+    except StoreError:
+        return None
+    try:
+        resolved = str(job_dir.resolve())
+        found = [a for a in store.attempts() if a.output_dir and str(Path(a.output_dir).resolve()) == resolved]
+        return found[-1] if found else None
+    finally:
+        store.close()
+
+
+def _results_places(
+    job_dir: Path, config_path: str | None, attempt: AttemptRow | None
+) -> list[tuple[Path | None, str | None, Path | None]]:
+    """Where a job's result files may be besides its dir: the results dir its attempt recorded,
+    and each profile's ``results`` root (InferenceX's custom benchmark writes
+    ``<results>/<job id>/fixed-seq/``). As (results_root, job_id, results_dir) triples."""
+    from console.clusters import load_profiles
+    from console.config import load_config
+    from console.store import default_data_dir
+
+    places: list[tuple[Path | None, str | None, Path | None]] = []
+    if attempt is not None and attempt.results_dir:
+        places.append((None, None, Path(attempt.results_dir)))
+    profiles, _ = load_profiles(load_config(config_path), default_data_dir())
+    for profile in profiles.values():
+        if profile.results and profile.ssh is None:
+            places.append((Path(profile.results).expanduser(), job_dir.name, None))
+    return places
+
+
+def _dir_points(job_dir: Path, config_path: str | None = None) -> tuple[list[PointResult], list[str]]:
+    """Points of a job output dir on this machine (expected points from its config.yaml), and
+    where result files were looked for."""
     expected: list[int] = []
     gpus: int | None = None
+    simulated = False
+    attempt = _recorded_attempt(job_dir)
     config_file = job_dir / "config.yaml"
     if config_file.is_file() and config_file.stat().st_size < 4 * 1024 * 1024:
         text = config_file.read_text(encoding="utf-8", errors="replace")
@@ -83,6 +141,8 @@ def _dir_points(job_dir: Path) -> list[PointResult]:
             data = None
         if isinstance(data, dict):
             expected = grid_of(data)
+            # The demo engine's jobs keep the recipe's `demo:` section (srtctl never sees one).
+            simulated = "demo" in data
             recipe = load_recipe(config_file, text=text)
             if len(recipe.arms) == 1:
                 gpus = recipe.arms[0].topology.total_gpus or None
@@ -93,7 +153,25 @@ def _dir_points(job_dir: Path) -> list[PointResult]:
                 gpus = meta.total_gpus
                 break
     points = read_points(job_dir, gpus=gpus)
-    return arm_points(expected, points)
+    looked = [f"{job_dir} (and its logs/)"]
+    simulated = simulated or (attempt is not None and attempt.simulated)
+    if not points:
+        for root, job_id, results_dir in _results_places(job_dir, config_path, attempt):
+            where = results_dir or (root / (job_id or "") if root else None)
+            if where is None:
+                continue
+            looked.append(str(where))
+            found = (
+                [read_point(rf.path, gpus=gpus) for rf in discover_results(None, results_dir=results_dir)
+                 if rf.kind != "rollup"]
+                if results_dir is not None
+                else read_points(None, results_root=root, job_id=job_id, gpus=gpus)
+            )  # fmt: skip
+            if found:
+                points = found
+                break
+    merged = arm_points(expected, points)
+    return ([replace(p, simulated=True) for p in merged] if simulated else merged), looked
 
 
 async def _store_points(ctx: Context, text: str) -> list[tuple[str | None, list[PointResult]]]:
@@ -113,9 +191,13 @@ async def _store_points(ctx: Context, text: str) -> list[tuple[str | None, list[
             attempt = found[-1]
             arm = store.arm(attempt.arm_id)
             got = await fetch_attempt_points(ctx.engine, attempt)
-            points = arm_points(attempt.concurrencies, got.points, got.running if attempt.live else None)
             label = attempt_ref(attempt.arm_id, attempt.number)
-            return [(arm.name if arm else None, [_with_attempt(p, label) for p in points])]
+            running = got.running if attempt.live else None
+            points = arm_view(
+                attempt.concurrencies, [(label, attempt.concurrencies, got.points, running)],
+                **attempt_context([attempt]),
+            )  # fmt: skip
+            return [(arm.name if arm else None, points)]
         arms: list[ArmRow]
         if ref.kind == "sweep":
             arms = store.arms(int(ref.id))
@@ -137,12 +219,6 @@ async def _store_points(ctx: Context, text: str) -> list[tuple[str | None, list[
         await ctx.engine.close()
 
 
-def _with_attempt(point: PointResult, label: str) -> PointResult:
-    from dataclasses import replace
-
-    return replace(point, attempt=label) if point.status != "missing" else point
-
-
 def _fmt(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -162,7 +238,8 @@ def _table(groups: list[tuple[str | None, list[PointResult]]]) -> str:
                 f"  {p.concurrency:>6} {p.status:<10} {_fmt(p.output_tok_s):>11} {_fmt(p.tok_s_per_gpu):>10} "
                 f"{_fmt(p.tok_s_per_user):>10} {_fmt(p.ttft.median):>9} {_fmt(p.tpot.median, 2):>9} "
                 f"{_fmt(p.itl.median, 2):>8} {completed:>6} {p.attempt or '':<8}"
-                + (f"  ({p.invalid_reason})" if p.invalid_reason and p.status != "missing" else "")
+                + (" [simulated]" if p.simulated else "")
+                + (f"  ({p.invalid_reason})" if p.invalid_reason else "")
             )
     return "\n".join(lines) + "\n"
 
@@ -230,6 +307,12 @@ async def _rerun_flow(ctx: Context, arms: list[ArmRow], args: argparse.Namespace
             # The store may lag behind the scheduler (a job that just ended): ask once.
             await ctx.engine.poll_once()
         plans, refused = await _plans(ctx, arms, args.missing, base)
+        if args.target.startswith("s") and not args.include_deterministic:
+            # Every failed arm of a sweep: those that would fail the same way are left out unless asked.
+            for plan in [p for p in plans if p.warning]:
+                plans.remove(plan)
+                refused.append(f"{plan.arm} {plan.arm_name}: deterministic, {plan.warning} "
+                               "(--include-deterministic reruns it)")  # fmt: skip
         for reason in refused:
             print(f"srt-console: not rerun: {reason}", file=sys.stderr)
         if not plans:

@@ -56,7 +56,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_report(triage, diagnosis, snapshot, files))
-    return 0
+    return 1 if diagnosis.verdict in ("failed", "doomed") else 0
 
 
 # --------------------------------------------------------------------------- collecting

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import time
 from typing import Any
 
 from console.cli.context import CliError, open_context, resolve_attempts
+from console.cli.exits import EXIT_BAD, EXIT_OK, fail
 from console.describe import shown
 from console.events import AgentChanged, AttemptChanged, CoreEvent, FileSkipped, PointArrived, TrackingError, Triaged
 from console.ids import attempt_ref
@@ -23,9 +23,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
         ctx = open_context(args.config)
         attempts = resolve_attempts(ctx.store, args.target)
     except CliError as exc:
-        print(f"srt-console: {exc}", file=sys.stderr)
-        return 1
-    printer = _Printer(args.json, {a.id: attempt_ref(a.arm_id, a.number) for a in attempts})
+        return fail(str(exc), code=exc.code)
+    printer = _Printer(
+        args.json, {a.id: attempt_ref(a.arm_id, a.number) for a in attempts}, {a.id for a in attempts if a.simulated}
+    )
+
+    verdicts: list[str] = []
 
     async def run() -> None:
         ctx.subscribe(printer.event)
@@ -50,6 +53,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     row = ctx.store.attempt(attempt_id)
                     diagnosis = view.triage.diagnose(row.state, cancelled=row.cancelled_by_operator)
                     printer.final(attempt_id, diagnosis.to_json())
+                    verdicts.append(diagnosis.verdict)
         finally:
             await ctx.close()
 
@@ -57,15 +61,17 @@ def cmd_watch(args: argparse.Namespace) -> int:
         asyncio.run(run())
     except KeyboardInterrupt:
         return 130
-    return 0
+    # For scripts: non-zero when an attempt is failed or doomed (a cancel by you is neither).
+    return EXIT_BAD if any(v in ("failed", "doomed") for v in verdicts) else EXIT_OK
 
 
 class _Printer:
     """One line per event: readable, or one JSON object per line with --json."""
 
-    def __init__(self, as_json: bool, refs: dict[int, str]) -> None:
+    def __init__(self, as_json: bool, refs: dict[int, str], simulated: set[int] | None = None) -> None:
         self.as_json = as_json
         self.refs = refs
+        self.simulated = simulated or set()  # attempts of the demo launcher
         self._stage: dict[int, tuple[str, str]] = {}
         self._verdict: dict[int, tuple[str, str | None, bool]] = {}
         self._seen: set[tuple[int, str, str | None, str | None]] = set()
@@ -81,7 +87,9 @@ class _Printer:
         if isinstance(event, AttemptChanged) and event.attempt.id in self.refs:
             a = event.attempt
             reason = f" ({a.reason})" if a.reason else ""
-            self._out(a.id, "state", f"{a.state}{reason} job {a.job_id}", {"state": a.state, "reason": a.reason})
+            sim = " [simulated]" if a.simulated else ""
+            self._out(a.id, "state", f"{a.state}{reason} job {a.job_id}{sim}",
+                      {"state": a.state, "reason": a.reason, "simulated": a.simulated})  # fmt: skip
         elif isinstance(event, Triaged) and event.attempt_id in self.refs:
             snap = event.snapshot
             stage = (snap.stage.value, snap.readiness.label)
@@ -110,7 +118,14 @@ class _Printer:
         elif isinstance(event, PointArrived) and event.attempt_id in self.refs:
             p = event.point
             tput = f"{p.output_tok_s:.0f} tok/s" if p.output_tok_s is not None else ""
-            self._out(event.attempt_id, "point", f"c={p.concurrency} {p.status} {tput}", p.to_json())
+            simulated = event.attempt_id in self.simulated
+            doc = {**p.to_json(), "simulated": simulated}
+            self._out(
+                event.attempt_id,
+                "point",
+                f"c={p.concurrency} {p.status} {tput}" + (" [simulated]" if simulated else ""),
+                doc,
+            )
         elif isinstance(event, AgentChanged):
             self._out(None, "follow", f"{event.cluster}: {event.status.state.value} {event.status.message}",
                       {"cluster": event.cluster, "state": event.status.state.value})  # fmt: skip

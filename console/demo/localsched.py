@@ -352,6 +352,9 @@ class LocalScheduler:
             nodelist=_nodelist(int(job.get("nodes") or 1)) if start else None,
             raw_state=raw_state,
             source="local",
+            submit_time=_epoch(job.get("submit_time")),
+            start_time=_epoch(start),
+            end_time=_epoch(job.get("end_time")) if state.finished else None,
         )
 
     def _reap(self) -> None:
@@ -609,3 +612,7 @@ def _cancel_reason(state_dir: Path, job_id: str) -> str:
         return f"by {int(data.get('uid', os.getuid()))}"
     except (OSError, ValueError, TypeError, AttributeError):
         return f"by {os.getuid()}"
+
+
+def _epoch(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None

@@ -10,7 +10,7 @@ the arm expects.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from console.grid import config_grid
 from console.ids import arm_ref, attempt_ref
@@ -111,7 +111,8 @@ def arm_points_view(
         raise ResultsUnavailable(f"no arm {arm_ref(arm_id)}")
     gpus = _gpus(arm)
     per_attempt: list[tuple[str, Sequence[int], Sequence[PointResult], int | None]] = []
-    for attempt in store.attempts(arm_id):
+    attempts = store.attempts(arm_id)
+    for attempt in attempts:
         got = (attempt_points or {}).get(attempt.id)
         if got is None:
             view = (monitor_views or {}).get(attempt.id)
@@ -125,7 +126,16 @@ def arm_points_view(
                 got = AttemptPoints([])
         running = got.running if attempt.live else None
         per_attempt.append((attempt_ref(attempt.arm_id, attempt.number), attempt.concurrencies, got.points, running))
-    return arm_view(expected_points(arm), per_attempt)
+    return arm_view(expected_points(arm), per_attempt, **attempt_context(attempts))
+
+
+def attempt_context(attempts: Iterable[AttemptRow]) -> dict[str, Any]:
+    """What :func:`arm_view` needs beyond the points: each attempt's state, and which are simulated."""
+    attempts = list(attempts)
+    return {
+        "states": {attempt_ref(a.arm_id, a.number): a.state for a in attempts},
+        "simulated": {attempt_ref(a.arm_id, a.number) for a in attempts if a.simulated},
+    }
 
 
 def missing_points(points: Iterable[PointResult], expected: Sequence[int] | None = None) -> list[int]:

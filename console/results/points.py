@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +49,7 @@ class PointResult:
     invalid_reason: str | None = None
     gpus: int | None = None
     attempt: str | None = None
+    simulated: bool = False  # from an attempt of the demo launcher: not measured on hardware
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +71,7 @@ class PointResult:
             "bytes_read": self.bytes_read,
             "invalid_reason": self.invalid_reason,
             "attempt": self.attempt,
+            "simulated": self.simulated,
         }
 
 
@@ -244,12 +246,58 @@ def merge_attempts(attempts: Sequence[tuple[str, Sequence[PointResult]]]) -> lis
 def arm_view(
     expected: Sequence[int],
     attempts: Iterable[tuple[str, Sequence[int], Iterable[PointResult], int | None]],
+    *,
+    states: Mapping[str, str] | None = None,
+    simulated: Collection[str] = (),
 ) -> list[PointResult]:
     """One arm's merged points: the one merge across attempts, live or read later.
 
     ``attempts`` are oldest first: (attempt ref like ``a3.2``, the points it ran, its results,
     the point it is measuring or None). Each attempt's own points come first (missing, running),
-    then the attempts are merged, then the arm's ``expected`` points are filled in.
+    then the attempts are merged, then the arm's ``expected`` points are filled in. ``states``
+    (attempt ref → its Slurm state) lets a missing point say why; points of the attempts in
+    ``simulated`` are marked so.
     """
+    attempts = list(attempts)
     per_attempt = [(ref, arm_points(concs, results, running)) for ref, concs, results, running in attempts]
-    return arm_points(expected, merge_attempts(per_attempt))
+    merged = arm_points(expected, merge_attempts(per_attempt))
+    runs = [
+        (ref, list(concs), {p.concurrency for p in pts if p.status != "missing"}) for ref, concs, pts, _ in attempts
+    ]
+    return [_explained(p, runs, states or {}, simulated) for p in merged]
+
+
+def _explained(
+    point: PointResult,
+    runs: Sequence[tuple[str, list[int], set[int]]],
+    states: Mapping[str, str],
+    simulated: Collection[str],
+) -> PointResult:
+    if point.attempt is not None and point.attempt in simulated and not point.simulated:
+        point = replace(point, simulated=True)
+    if point.status != "missing" or point.invalid_reason:
+        return point
+    return replace(point, invalid_reason=missing_reason(point.concurrency, runs, states))
+
+
+def missing_reason(concurrency: int, runs: Sequence[tuple[str, list[int], set[int]]], states: Mapping[str, str]) -> str:
+    """Why a point has no result, from the last attempt that was to run it: not run yet, never
+    ran (the job ended before it), crashed at this concurrency, or no result file."""
+    for ref, concs, with_results in reversed(runs):
+        if concurrency not in concs:
+            continue
+        state = states.get(ref)
+        if state is None or state in _LIVE_WORDS:
+            return f"not run yet ({ref} is {state or 'live'})"
+        if state == "COMPLETED":
+            return f"no result file ({ref} completed without one)"
+        before = concs[: concs.index(concurrency)]
+        if before and all(c in with_results for c in before):
+            return f"crashed at this concurrency ({ref} ended {state} while measuring it)"
+        if not before and not with_results:
+            return f"never ran ({ref} ended {state} before the benchmark reached it)"
+        return f"never ran ({ref} ended {state} before it)"
+    return "never ran (no attempt ran this point)"
+
+
+_LIVE_WORDS = frozenset({"SUBMITTING", "PENDING", "RUNNING", "COMPLETING", "SUSPENDED"})

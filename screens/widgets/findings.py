@@ -20,12 +20,17 @@ from console.signatures import Matcher, default_matcher
 from console.stages import SWEEP_LOG_RE
 
 VERDICT_CLASSES = {v: f"-{v}" for v in ("healthy", "degraded", "failed", "doomed")} | {"stalled": "-degraded"}
-FINDING_COLUMNS = ("sev", "count", "signature", "worker", "first at")
+# Where first comes before the worker (a file name says its worker too): in a narrow panel the
+# line number stays in view.
+FINDING_COLUMNS = ("sev", "count", "signature", "first at", "worker")
 _SEVERITY_ORDER = {"fatal": 0, "error": 1, "warning": 2}
 
 
-class DiagnosisBanner(Static):
-    """Verdict, root cause and advice; says so when the job is doomed and offers cancel."""
+class DiagnosisBanner(Static, can_focus=True):
+    """Verdict, root cause and advice; says so when the job is doomed and offers cancel. On a
+    short terminal it is cut to a few lines: focused (tab) and maximised (`z`) it shows all."""
+
+    ALLOW_MAXIMIZE = True
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__("", id=id)
@@ -129,6 +134,8 @@ def finding_rows(
 class FindingsPanel(Vertical):
     """Findings grouped by signature and worker, with counts and the catalog's hint."""
 
+    ALLOW_MAXIMIZE = True  # `z` fills the screen with it
+
     COMPONENT_CLASSES: ClassVar[set[str]] = {"findings--fatal", "findings--error", "findings--warning"}
     DEFAULT_CSS = """
     FindingsPanel > .findings--fatal { color: $error; text-style: bold; }
@@ -176,8 +183,8 @@ class FindingsPanel(Vertical):
                 "sev": Text(row.severity, self._severity_style(row.severity)),
                 "count": Text(str(row.count), justify="right"),
                 "signature": Text(row.signature),
-                "worker": Text(row.worker),
                 "first at": Text(_where(row.first)),
+                "worker": Text(row.worker),
             }
             old = self.rows.get(row.key)
             self.rows[row.key] = row

@@ -135,6 +135,7 @@ class LogBody(ScrollView, can_focus=True):
         self.marks: dict[str, dict[int, str]] = {}
         self.finding_lines: dict[str, list[int]] = {}
         self.search = ""
+        self.search_error: str | None = None
         self.filter_text = ""
         self.findings_only = False
         self.cursor_line_no: int | None = None
@@ -149,6 +150,11 @@ class LogBody(ScrollView, can_focus=True):
         self._programmatic_scroll = False
         self._anchor: int | None = None  # the top line while older lines are prepended
         self._rows_before = 0  # rows before the window's front was trimmed
+        self._end_check = False
+        self.wrap = False
+        self._wrapped: list[tuple[int, int]] | None = None  # wrapped row -> (row, piece)
+        self._wrap_first: list[int] = []  # row -> its first wrapped row
+        self._wrap_width = 0
 
     # ------------------------------------------------------------------ data in
 
@@ -267,10 +273,50 @@ class LogBody(ScrollView, can_focus=True):
 
     @property
     def row_count(self) -> int:
+        if self._wrapped is not None:
+            return len(self._wrapped)
+        return self._base_count()
+
+    def _base_count(self) -> int:
+        """Rows before wrapping: one per held line that passes the filter."""
         buf = self.current_buffer
         if buf is None:
             return 0
         return len(buf.lines) if self._rows is None else len(self._rows)
+
+    # --- wrapping (`w`): a long line takes as many rows as it needs, no sideways scrolling ---
+
+    def set_wrap(self, wrap: bool) -> None:
+        anchor = self.cursor_line_no if self.cursor_line_no is not None else self.top_line_no()
+        self.wrap = wrap
+        self._cache.clear()
+        self._update_size()
+        if self.follow:
+            self._scroll_to_end()
+        elif anchor is not None:
+            self.scroll_to_line(anchor, center=False)
+        self.refresh()
+
+    def _text_width(self) -> int:
+        return max(10, self.size.width - self._gutter_width() - 2)
+
+    def _rewrap(self) -> None:
+        buf = self.current_buffer
+        if not self.wrap or buf is None:
+            self._wrapped = None
+            self._wrap_first = []
+            return
+        width = self._text_width()
+        wrapped: list[tuple[int, int]] = []
+        first: list[int] = []
+        for row in range(self._base_count()):
+            i = row if self._rows is None else self._rows[row]
+            first.append(len(wrapped))
+            pieces = max(1, -(-len(buf.lines[i]) // width))
+            wrapped.extend((row, piece) for piece in range(pieces))
+        self._wrapped = wrapped
+        self._wrap_first = first
+        self._wrap_width = width
 
     def show(self, file: str) -> None:
         if file == self.current:
@@ -303,7 +349,10 @@ class LogBody(ScrollView, can_focus=True):
 
     def _update_size(self) -> None:
         buf = self.current_buffer
+        self._rewrap()
         width = (self._gutter_width() + 2 + buf.width) if buf else 0
+        if self.wrap:
+            width = min(width, self.size.width)
         self.virtual_size = Size(width, self.row_count)
 
     def _gutter_width(self) -> int:
@@ -324,10 +373,22 @@ class LogBody(ScrollView, can_focus=True):
             self._scroll_to_end()
         self.refresh()
 
-    def set_search(self, text: str) -> None:
+    def set_search(self, text: str) -> str | None:
+        """Search for a regular expression (case-insensitive); text that is not one is searched
+        as it is, and the reason is returned."""
         self.search = text
-        self._pattern = re.compile(re.escape(text), re.IGNORECASE) if text else None
+        self.search_error = None
+        if not text:
+            self._pattern = None
+        else:
+            try:
+                self._pattern = re.compile(text, re.IGNORECASE)
+            except re.error as exc:
+                self.search_error = f"not a regex ({exc}): searching the text as it is"
+                self._pattern = re.compile(re.escape(text), re.IGNORECASE)
+        self._cache.clear()
         self.refresh()
+        return self.search_error
 
     def visible_line_numbers(self) -> list[int]:
         """Line numbers of every row that passes the filter (all held lines when none)."""
@@ -339,17 +400,23 @@ class LogBody(ScrollView, can_focus=True):
         return [buf.first_line_no + i for i in self._rows]
 
     def match_line_numbers(self) -> list[int]:
-        """Line numbers of held, visible rows that contain the search text."""
+        """Line numbers of held, visible rows (those the filter keeps) that match the search."""
         buf = self.current_buffer
-        if buf is None or not self.search:
+        pattern = self._pattern
+        if buf is None or pattern is None:
             return []
-        needle = self.search.lower()
         indices = range(len(buf.lines)) if self._rows is None else self._rows
-        return [buf.first_line_no + i for i in indices if needle in buf.lines[i].lower()]
+        return [buf.first_line_no + i for i in indices if pattern.search(buf.lines[i])]
 
     # ------------------------------------------------------------------ navigation
 
     def row_of(self, line_no: int) -> int | None:
+        row = self._base_row_of(line_no)
+        if row is None or self._wrapped is None:
+            return row
+        return self._wrap_first[row] if row < len(self._wrap_first) else None
+
+    def _base_row_of(self, line_no: int) -> int | None:
         buf = self.current_buffer
         if buf is None:
             return None
@@ -365,6 +432,8 @@ class LogBody(ScrollView, can_focus=True):
         buf = self.current_buffer
         if buf is None or not 0 <= row < self.row_count:
             return None
+        if self._wrapped is not None:
+            row = self._wrapped[row][0]
         i = row if self._rows is None else self._rows[row]
         return buf.first_line_no + i
 
@@ -394,9 +463,22 @@ class LogBody(ScrollView, can_focus=True):
         self.post_message(self.FollowChanged(follow))
 
     def _scroll_to_end(self) -> None:
+        # To the last row as laid out: a horizontal scrollbar that appears for a long line takes
+        # a row of the height, and the newest line must stay above it.
         self._programmatic_scroll = True
-        self.scroll_to(y=max(0, self.row_count - self.size.height), animate=False, immediate=True, force=True)
+        self.scroll_to(y=max(0, self.row_count - self.scrollable_content_region.height), animate=False,
+                       immediate=True, force=True)  # fmt: skip
         self._programmatic_scroll = False
+        if not self._end_check:
+            self._end_check = True
+            self.call_after_refresh(self._still_at_end)
+
+    def _still_at_end(self) -> None:
+        self._end_check = False
+        if self.follow and round(self.scroll_y) < self.max_scroll_y:
+            self._programmatic_scroll = True
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+            self._programmatic_scroll = False
 
     def _scroll_rows(self, delta: int) -> None:
         if delta:
@@ -427,6 +509,9 @@ class LogBody(ScrollView, can_focus=True):
                 self.post_message(self.AtTop())
 
     def on_resize(self, event: events.Resize) -> None:
+        if self.wrap:
+            self._cache.clear()
+            self._update_size()
         if self.follow:
             self._scroll_to_end()
 
@@ -444,20 +529,24 @@ class LogBody(ScrollView, can_focus=True):
         buf = self.current_buffer
         if line_no is None or buf is None:
             return Strip.blank(width, base)
-        strip = self._line_strip(buf, line_no, base)
+        piece = self._wrapped[scroll_y + y][1] if self._wrapped is not None else None
+        strip = self._line_strip(buf, line_no, base, piece)
         return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, scroll_y + y)
 
-    def _line_strip(self, buf: FileWindow, line_no: int, base: Style) -> Strip:
+    def _line_strip(self, buf: FileWindow, line_no: int, base: Style, piece: int | None = None) -> Strip:
         mark = self.marks.get(buf.file, {}).get(line_no)
         cursor = line_no == self.cursor_line_no
         gutter = self._gutter_width()
-        key = (buf.file, line_no, mark, cursor, self.search, gutter, buf.lines[line_no - buf.first_line_no])
+        text = buf.lines[line_no - buf.first_line_no]
+        key = (buf.file, line_no, mark, cursor, self.search, gutter, text, piece, self._wrap_width)
         strip = self._cache.get(key)
         if strip is not None:
             return strip
-        text = buf.lines[line_no - buf.first_line_no]
+        if piece is not None:  # one row of a wrapped line: its slice, the number on the first row only
+            text = text[piece * self._wrap_width : (piece + 1) * self._wrap_width]
         row = Text(no_wrap=True, end="")
-        row.append(f"{line_no:>{gutter}} ", self.get_component_rich_style("log-lines--gutter", partial=True))
+        number = f"{line_no:>{gutter}} " if not piece else " " * (gutter + 1)
+        row.append(number, self.get_component_rich_style("log-lines--gutter", partial=True))
         if mark is not None:
             style = self.get_component_rich_style(f"log-lines--{mark}", partial=True)
             row.append("▌ ", style)
@@ -493,6 +582,8 @@ class _Prompt(Input):
 
 class LogView(ReportsWorkerErrors, Vertical):
     """File selector, prompt, the log body and its status line."""
+
+    ALLOW_MAXIMIZE = True  # `z` fills the screen with it
 
     DEFAULT_CSS = """
     LogView { height: 1fr; }
@@ -751,10 +842,15 @@ class LogView(ReportsWorkerErrors, Vertical):
         return target
 
     def open_prompt(self, mode: str) -> None:
+        """The prompt for ``mode``: search (a regex), filter (lines containing), line (jump to a number)."""
         prompt = self.query_one(_Prompt)
         self._prompt_mode = mode
-        prompt.placeholder = "search (enter: next match)" if mode == "search" else "filter: show lines containing…"
-        prompt.value = self.body.search if mode == "search" else self.body.filter_text
+        prompt.placeholder = {
+            "search": "search: a regular expression, case-insensitive (enter: next match)",
+            "filter": "filter: show lines containing…",
+            "line": "jump to line number (enter)",
+        }[mode]
+        prompt.value = {"search": self.body.search, "filter": self.body.filter_text}.get(mode, "")
         prompt.add_class("-open")
         prompt.focus()
 
@@ -769,14 +865,48 @@ class LogView(ReportsWorkerErrors, Vertical):
             self.body.set_search(event.value)
         elif self._prompt_mode == "filter":
             self.body.set_filter(event.value)
+        else:
+            return
+        self.notice = ""  # "match 3/7" said of the old rows would be wrong now
         self._show_status()
 
     @on(Input.Submitted, "#log-prompt")
     def _prompt_submitted(self, event: Input.Submitted) -> None:
         if self._prompt_mode == "search":
             self.next_match(1)
+        elif self._prompt_mode == "line":
+            self.close_prompt()
+            self.go_to_line(event.value)
         else:
             self.close_prompt()
+
+    def go_to_line(self, text: str) -> None:
+        """Jump to a line number of the current file (paging older lines in when needed)."""
+        number = text.strip().lstrip(":")
+        if not number.isdigit() or int(number) < 1 or self.current is None:
+            self.notice = f"not a line number: {text.strip()!r}" if self.current else "no log yet"
+            self._show_status()
+            return
+        self.jump_to(self.current, int(number))
+
+    def toggle_wrap(self) -> None:
+        self.body.set_wrap(not self.body.wrap)
+        self._show_status()
+
+    def cursor_line(self) -> tuple[int, str] | None:
+        """The line under the cursor, else the top line on screen: (number, text as shown)."""
+        body = self.body
+        buf = body.current_buffer
+        line_no = body.cursor_line_no if body.cursor_line_no is not None else body.top_line_no()
+        if buf is None or line_no is None:
+            return None
+        i = buf.index_of(line_no)
+        return (line_no, buf.lines[i]) if i is not None else None
+
+    def held_lines(self) -> list[str]:
+        """Every line of the current file held in memory (for a pager when the file is remote)."""
+        buf = self.body.current_buffer
+        return list(buf.lines) if buf is not None else []
 
     def toggle_findings_only(self) -> None:
         self.body.set_filter(self.body.filter_text, findings_only=not self.body.findings_only)
@@ -812,13 +942,20 @@ class LogView(ReportsWorkerErrors, Vertical):
             if not buf.at_start and buf.lines and buf.start_offset is not None:
                 parts.append("older: o")
         parts.append("following" if body.follow else "paused (end: follow)")
-        if body.filter_text or body.findings_only:
-            what = "findings" if body.findings_only else ""
+        if body.wrap:
+            parts.append("wrap")
+        filtered = bool(body.filter_text or body.findings_only)
+        if filtered:
+            what = "findings" if body.findings_only else "lines"
             if body.filter_text:
-                what = f"{what} containing {body.filter_text!r}".strip()
-            parts.append(f"filter: {what} → {body.row_count} rows")
+                what = f"{what} containing {body.filter_text!r}"
+            parts.append(f"filter: {what} → {body._base_count()} of {len(buf.lines) if buf else 0} lines")
         if body.search:
-            parts.append(f"search {body.search!r}: {len(body.match_line_numbers())} matches")
+            # Counted in the same rows the filter shows, so the two numbers always agree.
+            where = " of them" if filtered else ""
+            parts.append(f"search /{body.search}/: {len(body.match_line_numbers())} match{where}")
+            if body.search_error:
+                parts.append(body.search_error)
         if buf is not None and buf.detached:
             parts.append("newer lines: scroll down, t: back to the tail")
         if self.notice:

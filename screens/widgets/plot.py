@@ -1,8 +1,10 @@
 """A small scatter/line plot drawn with braille dots: one series per arm, theme colours only.
 
 Each character cell holds a 2x4 grid of braille dots, so a 60x14 plot has 120x56 dots. Lines
-join a series' points in the order given; each point is a 2x2 block of dots so it stands out.
-Where series cross, the cell takes the colour of the series drawn last.
+join a series' points in the order given; each point is drawn as its series' marker (● ▲ ■ ...),
+so arms differ by shape as well as colour. Where series cross, the cell takes the colour of
+the series drawn last. The axes have ticks and labels; the throughput plot's x axis is the
+concurrency, log2, with a tick at each power of two.
 """
 
 from __future__ import annotations
@@ -64,11 +66,10 @@ def _fmt(value: float) -> str:
 
 def _bounds(values: Sequence[float]) -> tuple[float, float]:
     low, high = min(values), max(values)
-    if high - low < 1e-9:
-        pad = abs(high) * 0.1 or 1.0
-        return low - pad, high + pad
-    pad = (high - low) * 0.05
-    return low - pad, high + pad
+    pad = (abs(high) * 0.1 or 1.0) if high - low < 1e-9 else (high - low) * 0.05
+    # Rates and latencies are never negative: the padding does not push the axis below zero.
+    floor = 0.0 if low >= 0 else low - pad
+    return max(floor, low - pad), high + pad
 
 
 def _line(x0: int, y0: int, x1: int, y1: int) -> list[tuple[int, int]]:
@@ -90,6 +91,20 @@ def _line(x0: int, y0: int, x1: int, y1: int) -> list[tuple[int, int]]:
             y0 += sy
 
 
+MARKERS = "●▲■◆✚✖"
+"""Each arm's points get their own marker, so the arms can be told apart without colour."""
+
+
+def _x_ticks(low: float, high: float, log_x: bool) -> list[float]:
+    """Tick values (in plot space): each power of two on a log2 axis (concurrencies), else five
+    evenly spaced values."""
+    if log_x:
+        first, last = math.ceil(low), math.floor(high)
+        ticks = [float(v) for v in range(first, last + 1)]
+        return ticks or [low, high]
+    return [low + (high - low) * i / 4 for i in range(5)]
+
+
 def render_plot(
     series: Sequence[Series],
     width: int,
@@ -98,15 +113,22 @@ def render_plot(
     styles: Sequence[Style] = (),
     axis: Style | None = None,
 ) -> Text:
-    """The plot as rich Text of ``height`` lines of at most ``width`` cells."""
+    """The plot as rich Text of ``height`` lines of at most ``width`` cells: a legend (each arm's
+    marker and name), the y axis with its label and ticks, the points (lines between them in
+    braille, each point its arm's marker), the x axis with ticks, tick labels and its label."""
     axis = axis or Style()
     text = Text(no_wrap=True, overflow="crop")
-    text.append(mode.title, style=axis)
+
+    def style_of(index: int) -> Style:
+        return styles[index % len(styles)] if styles else Style()
+
     for index, s in enumerate(series):
-        text.append("  ")
-        text.append("⣿ ", style=styles[index % len(styles)] if styles else Style())
+        if index:
+            text.append("  ")
+        text.append(f"{MARKERS[index % len(MARKERS)]} ", style=style_of(index))
         text.append(s.name, style=axis)
     text.append("\n")
+    text.append(f"{mode.y_label}\n", style=axis)
 
     def tx(x: float) -> float:
         return math.log2(x) if mode.log_x else x
@@ -117,7 +139,7 @@ def render_plot(
     ]
     every = [p for _, pts in usable for p in pts]
     plot_w = max(1, width - _Y_LABEL_WIDTH - 1)
-    plot_h = max(1, height - 3)
+    plot_h = max(1, height - 5)
     if not every:
         text.append("\n" * max(0, plot_h // 2))
         text.append(" " * _Y_LABEL_WIDTH + "no points yet", style=axis)
@@ -128,6 +150,7 @@ def render_plot(
     dots_w, dots_h = plot_w * 2, plot_h * 4
     cells: dict[tuple[int, int], int] = {}
     owner: dict[tuple[int, int], int] = {}
+    markers: dict[tuple[int, int], int] = {}
 
     def dot(x: int, y: int, s_index: int) -> None:
         if 0 <= x < dots_w and 0 <= y < dots_h:
@@ -140,6 +163,9 @@ def render_plot(
         py = dots_h - 1 - round((y - y_low) / (y_high - y_low) * (dots_h - 1))
         return px, py
 
+    def to_col(x: float) -> int:
+        return min(plot_w - 1, max(0, round((x - x_low) / (x_high - x_low) * (dots_w - 1)) // 2))
+
     for s_index, pts in usable:
         previous: tuple[int, int] | None = None
         for x, y in pts:
@@ -150,8 +176,7 @@ def render_plot(
             previous = (px, py)
         for x, y in pts:
             px, py = to_dots(x, y)
-            for ox, oy in ((0, 0), (1, 0), (0, 1), (1, 1)):
-                dot(px + ox, py + oy, s_index)
+            markers[(min(plot_h - 1, max(0, py // 4)), min(plot_w - 1, max(0, px // 2)))] = s_index
 
     labels = {0: _fmt(y_high), plot_h // 2: _fmt((y_high + y_low) / 2), plot_h - 1: _fmt(y_low)}
     for row in range(plot_h):
@@ -162,8 +187,12 @@ def render_plot(
         run = ""
         for col in range(plot_w):
             bits = cells.get((row, col))
-            char = chr(_BRAILLE + bits) if bits else " "
-            style = (styles[owner[(row, col)] % len(styles)] if styles else Style()) if bits else Style()
+            if (row, col) in markers:
+                index = markers[(row, col)]
+                char, style = MARKERS[index % len(MARKERS)], style_of(index) + Style(bold=True)
+            else:
+                char = chr(_BRAILLE + bits) if bits else " "
+                style = style_of(owner[(row, col)]) if bits else Style()
             if style != run_style and run:
                 text.append(run, style=run_style)
                 run = ""
@@ -172,23 +201,33 @@ def render_plot(
         if run:
             text.append(run, style=run_style)
         text.append("\n")
-    text.append(" " * _Y_LABEL_WIDTH + "└" + "─" * plot_w + "\n", style=axis)
 
     def x_value(v: float) -> float:
         return 2**v if mode.log_x else v
 
-    left, mid, right = _fmt(x_value(x_low)), _fmt(x_value((x_low + x_high) / 2)), _fmt(x_value(x_high))
+    ruler = ["─"] * plot_w
     ticks = [" "] * plot_w
-    for pos, label in ((0, left), ((plot_w - len(mid)) // 2, mid), (plot_w - len(right), right)):
-        for i, ch in enumerate(label):
-            if 0 <= pos + i < plot_w:
-                ticks[pos + i] = ch
-    text.append(" " * (_Y_LABEL_WIDTH + 1) + "".join(ticks).rstrip(), style=axis)
+    placed_until = -1
+    for tick in _x_ticks(x_low, x_high, mode.log_x):
+        col = to_col(tick)
+        ruler[col] = "┬"
+        label = _fmt(x_value(tick))
+        start = min(max(0, col - len(label) // 2), plot_w - len(label))
+        if start > placed_until and start >= 0:  # labels that would overlap are left out
+            for i, ch in enumerate(label):
+                ticks[start + i] = ch
+            placed_until = start + len(label)
+    text.append(" " * _Y_LABEL_WIDTH + "└" + "".join(ruler) + "\n", style=axis)
+    text.append(" " * (_Y_LABEL_WIDTH + 1) + "".join(ticks).rstrip() + "\n", style=axis)
+    x_label = mode.x_label + (" (log2)" if mode.log_x else "")
+    text.append(" " * (_Y_LABEL_WIDTH + 1) + f"{x_label:>{plot_w}}", style=axis)
     return text
 
 
 class PointsPlot(Widget):
     """Arms' points as a braille plot; ``mode`` switches between the two views (``toggle()``)."""
+
+    ALLOW_MAXIMIZE = True  # `z` fills the screen with it
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"plot--axis", *(f"plot--series-{i}" for i in range(SERIES_STYLES))}
     mode: reactive[str] = reactive(PARETO.key)

@@ -45,12 +45,15 @@ class ArmCard(Vertical):
         for key, value in facts:
             text.append(f"  {key:<18}", style="dim")
             text.append(f"{shown(value)}\n")
-        for pin in arm.pins:
-            text.append(f"  {'pin ' + shown(pin.name):<18}", style="dim")
-            text.append(shown(pin.value))
-            text.append(f"  ({shown(pin.source)})\n", style="dim")
         text.rstrip()
         yield Static(text, classes="facts")
+        # Pins are long (image URIs, commit hashes): each wraps inside the card, never cut.
+        for pin in arm.pins:
+            pin_text = Text(overflow="fold")
+            pin_text.append(f"pin {shown(pin.name)}  ", style="dim")
+            pin_text.append(shown(pin.value))
+            pin_text.append(f"  ({shown(pin.source)})", style="dim")
+            yield Static(pin_text, classes="pin")
         yield TopologyView(topo)
 
 

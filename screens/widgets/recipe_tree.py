@@ -13,16 +13,18 @@ from textual.widgets.tree import TreeNode
 
 from console.describe import shown
 from console.model import Recipe
+from console.paths import root_label
 from screens.messages import RecipeSelected
 
 
-def _label(recipe: Recipe, ok: Style, bad: Style) -> Text:
+def _label(recipe: Recipe, ok: Style, bad: Style, marked: bool = False) -> Text:
     name = shown(Path(recipe.path).name)
+    mark = ("● ", "bold") if marked else ("", "")
     if not recipe.ok:
-        return Text.assemble(("✗ ", bad + Style(bold=True)), name, (f"  {len(recipe.errors)} error(s)", bad))
+        return Text.assemble(mark, ("✗ ", bad + Style(bold=True)), name, (f"  {len(recipe.errors)} error(s)", bad))
     arms = len(recipe.arms)
     suffix = f"  {arms} arms" if arms != 1 else ""
-    return Text.assemble(("✓ ", ok), name, (suffix, "dim"))
+    return Text.assemble(mark, ("✓ ", ok), name, (suffix, "dim"))
 
 
 class RecipeTree(Tree[Recipe]):
@@ -40,18 +42,27 @@ class RecipeTree(Tree[Recipe]):
         self.show_root = False
         self.guide_depth = 3
         self._leaves: dict[str, TreeNode[Recipe]] = {}
+        self.marked: set[str] = set()  # recipe paths marked for one launch (m)
+        # Where the cursor is, as the operator last moved it (the cursor line lags a move made
+        # before the tree is laid out).
+        self._at: TreeNode[Recipe] | None = None
+        self._roots: list[Path] = []
 
     def show(self, recipes: list[Recipe], roots: list[Path]) -> None:
         """Fill the tree, or update it in place when the same files are shown again."""
         paths = [r.path for r in recipes]
+        self._roots = roots
+        self.marked &= set(paths)
         if paths == list(self._leaves):
             for recipe in recipes:
                 leaf = self._leaves[recipe.path]
                 leaf.data = recipe
                 leaf.set_label(self._label(recipe))
             return
-        selected = self.cursor_node.data.path if self.cursor_node and self.cursor_node.data else None
+        at = self._at if self._at is not None else self.cursor_node
+        selected = at.data.path if at is not None and at.data is not None else None
         self.clear()
+        self._at = None
         self._leaves = {}
         folders: dict[tuple[str, ...], TreeNode[Recipe]] = {}
         for recipe in recipes:
@@ -68,7 +79,32 @@ class RecipeTree(Tree[Recipe]):
 
     def _label(self, recipe: Recipe) -> Text:
         ok = self.get_component_rich_style("recipe-tree--valid", partial=True)
-        return _label(recipe, ok, self.get_component_rich_style("recipe-tree--invalid", partial=True))
+        bad = self.get_component_rich_style("recipe-tree--invalid", partial=True)
+        return _label(recipe, ok, bad, recipe.path in self.marked)
+
+    def toggle_mark(self) -> Recipe | None:
+        """Mark (or unmark) the recipe under the cursor for a launch of several recipes."""
+        node = self.cursor_node
+        if node is None or node.data is None:
+            return None
+        self.marked ^= {node.data.path}
+        node.set_label(self._label(node.data))
+        return node.data
+
+    def selection(self) -> tuple[str, list[Recipe]]:
+        """What `l` launches, named as the operator knows it: the marked recipes, else the folder
+        under the cursor (every recipe below it), else the recipe under the cursor."""
+        if self.marked:
+            chosen = [leaf.data for path, leaf in self._leaves.items() if path in self.marked and leaf.data]
+            return f"{len(chosen)} marked recipe(s)", chosen
+        node = self._at if self._at is not None and self._at.tree is self else self.cursor_node
+        if node is None:
+            return "", []
+        if node.data is not None:
+            return display_path(node.data.path, self._roots), [node.data]
+        below = [r for r in _recipes_under(node)]
+        folder = _folder_name(node)
+        return f"the folder {folder} ({len(below)} recipe(s))", below
 
     def select_path(self, path: str | None) -> bool:
         """Move to a recipe and preview it (the cursor alone does not announce a first position)."""
@@ -76,12 +112,34 @@ class RecipeTree(Tree[Recipe]):
         if leaf is None or leaf.data is None:
             return False
         self.move_cursor(leaf)
+        # Again once laid out: before that a node has no line, and the cursor stays on the first row.
+        self.call_after_refresh(self.move_cursor, leaf)
+        self._at = leaf
         self.post_message(RecipeSelected(leaf.data))
         return True
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[Recipe]) -> None:
+        self._at = event.node
         if event.node.data is not None:
             self.post_message(RecipeSelected(event.node.data))
+
+
+def _recipes_under(node: TreeNode[Recipe]) -> list[Recipe]:
+    found: list[Recipe] = []
+    for child in node.children:
+        if child.data is not None:
+            found.append(child.data)
+        else:
+            found += _recipes_under(child)
+    return found
+
+
+def _folder_name(node: TreeNode[Recipe]) -> str:
+    parts: list[str] = []
+    while node.parent is not None:
+        parts.append(str(node.label).rstrip("/"))
+        node = node.parent
+    return "/".join(reversed(parts)) + "/"
 
 
 def display_path(path: str, roots: list[Path]) -> str:
@@ -96,5 +154,5 @@ def _folder_parts(path: Path, roots: list[Path]) -> tuple[str, ...]:
             relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
         except ValueError:
             continue
-        return (root.name, *relative.parts[:-1])
+        return (root_label(root), *relative.parts[:-1])
     return (path.parent.name,)

@@ -61,6 +61,8 @@ def worker_rows(snapshot: StageSnapshot) -> list[WorkerRow]:
 class WorkersPanel(Vertical):
     """The attempt's overall stage and readiness, and its workers."""
 
+    ALLOW_MAXIMIZE = True  # `z` fills the screen with it
+
     COMPONENT_CLASSES: ClassVar[set[str]] = {"workers--failed", "workers--ready", "workers--starting"}
     DEFAULT_CSS = """
     WorkersPanel > .workers--failed { color: $error; text-style: bold reverse; }

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from console.scheduler import JobState, JobStatus, Scheduler, SchedulerError, Submission
-from console.slurm import SlurmScheduler
+from console.slurm import SlurmScheduler, elapsed_seconds
 from console.transport import SshTransport, TransportError
 
 if TYPE_CHECKING:
@@ -298,3 +298,20 @@ async def test_time_limit_gives_timeout(jobs: Jobs) -> None:
     await jobs.wait([job_id], lambda s: s[job_id].state is JobState.RUNNING, "the job to run")
     final = await jobs.final(job_id, timeout=180)
     assert final.state is JobState.TIMEOUT, final
+
+
+async def test_the_schedulers_own_times_as_epoch_seconds(jobs: Jobs) -> None:
+    """squeue's and sacct's submit, start and end times (SLURM_TIME_FORMAT=%s), and an elapsed
+    time counted between them as sacct counts it."""
+    before = time.time()
+    job_id = await jobs.submit(await jobs.script("sleep2.sh", "#!/bin/bash\nsleep 2\n"))
+    running = await jobs.wait([job_id], lambda s: s[job_id].state is JobState.RUNNING, "the job to run")
+    live = running[job_id]
+    assert live.submit_time is not None and before - 5 <= live.submit_time <= time.time() + 5
+    assert live.start_time is not None and live.start_time >= live.submit_time
+    assert live.end_time is None  # a live job's end is only its time limit
+    final = await jobs.final(job_id)
+    assert final.start_time is not None and final.end_time is not None
+    assert final.submit_time == live.submit_time and final.start_time == live.start_time
+    measured = final.end_time - final.start_time
+    assert abs(measured - (elapsed_seconds(final.elapsed) or 0)) <= 1.0 and measured >= 2

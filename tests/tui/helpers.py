@@ -15,3 +15,13 @@ async def wait_for(pilot: Pilot[object], condition: Callable[[], object], timeou
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await pilot.pause(0.02)
+
+
+def showing(pilot: Pilot[object], screen_type: type) -> Callable[[], bool]:
+    """A condition: the app shows a screen of ``screen_type``, mounted with its widgets."""
+
+    def check() -> bool:
+        screen = pilot.app.screen
+        return isinstance(screen, screen_type) and screen.is_mounted and bool(screen.children)
+
+    return check

@@ -67,6 +67,24 @@ class Terminal:
         for key in keys:
             os.write(self._fd, KEYS.get(key, key).encode())
 
+    def settle(self, quiet: float = 0.3, timeout: float = 5.0) -> str:
+        """Read until the program has written nothing for ``quiet`` seconds (a frame is complete)."""
+        deadline = time.monotonic() + timeout
+        last = self.text()
+        calm_since = time.monotonic()
+        while time.monotonic() < deadline:
+            self._pump(0.05)
+            text = self.text()
+            if text != last:
+                last, calm_since = text, time.monotonic()
+            elif time.monotonic() - calm_since >= quiet:
+                break
+        return last
+
+    @property
+    def title(self) -> str:
+        return self.screen.display[0] if self.screen.display else ""
+
     def close(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -78,7 +96,10 @@ class Terminal:
         os.close(self._fd)
 
 
-KEYS = {"escape": "\x1b", "enter": "\r", "tab": "\t", "down": "\x1b[B", "up": "\x1b[A", "f1": "\x1bOP"}
+KEYS = {
+    "escape": "\x1b", "enter": "\r", "tab": "\t", "down": "\x1b[B", "up": "\x1b[A", "f1": "\x1bOP",
+    "end": "\x1b[F", "home": "\x1b[H", "space": " ", "ctrl+p": "\x10",
+}  # fmt: skip
 
 
 def console_argv(*args: str) -> list[str]:

@@ -24,7 +24,7 @@ from screens.widgets.findings import DiagnosisBanner, FindingsPanel
 from screens.widgets.log_view import LogView
 from screens.widgets.workers import WorkersPanel
 from tests.conftest import RECIPES, ROOT
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import showing, wait_for
 
 SEED_LOGS = ROOT / "tests" / "data" / "logs" / "seed-39443"
 
@@ -69,9 +69,16 @@ async def test_doomed_2p1d_twin_from_the_sweeps_screen(engine: Engine) -> None:
     app = make_app([RECIPES / "demo"], engine=engine)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         table = app.screen.query_one(DataTable)
-        await wait_for(pilot, lambda: table.row_count == 1)
+        await wait_for(pilot, lambda: table.row_count == 3)  # sweep, arm, attempt; the cursor on the attempt
+
+        def state_of(row: int) -> str:
+            return str(table.get_row_at(row)[1])
+
+        # The sweep counts its doomed arm once; the arm and the attempt say doomed beside their state.
+        await wait_for(pilot, lambda: "doomed" in state_of(0) and "doomed" in state_of(2), timeout=60)
+        assert state_of(0) == "1 doomed" and state_of(2).startswith("RUNNING doomed")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, AttemptScreen))
         screen = app.screen
@@ -423,11 +430,11 @@ async def test_an_attempt_opened_before_submission_is_followed_once_submitted(en
         view = log_view(app)
         await wait_for(pilot, lambda: view.body.row_count == 1, timeout=20)
         assert "submitted and running" in "\n".join(view.body.rendered_text())
-        # The head follows the stored state (the poll loop, quick while a submission is new, may
-        # already have moved it on from PENDING: the local scheduler never ran job 8301).
-        head = screen.query_one("#attempt-head")
-        await wait_for(pilot, lambda: store.attempt(attempt.id).state in str(head.render()))
-        assert "SUBMITTING" not in str(head.render())
+        # The header follows the attempt (PENDING, or UNKNOWN once the scheduler was asked about this made-up job).
+        await wait_for(
+            pilot, lambda: store.attempt(attempt.id).state in str(screen.query_one("#attempt-head").render())
+        )
+        assert "SUBMITTING" not in str(screen.query_one("#attempt-head").render())
 
 
 async def test_a_file_no_longer_followed_is_read_whole(engine: Engine, tmp_path: Path) -> None:

@@ -94,3 +94,38 @@ def test_attempt_screen_seed_39443_findings_only(snap_compare, seed_engine) -> N
         await pilot.pause()
 
     assert snap_compare(make_app([], engine=engine), terminal_size=(150, 48), run_before=run_before)
+
+
+def test_attempt_screen_seed_39443_at_80x24(snap_compare, seed_engine) -> None:  # type: ignore[no-untyped-def]
+    """At 80x24 the log view keeps its lines (panels and banner give way)."""
+    engine, attempt_id = seed_engine
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _settled(pilot, attempt_id, jump=True)
+
+    assert snap_compare(make_app([], engine=engine), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_attempt_screen_seed_39443_wrapped_log(snap_compare, seed_engine) -> None:  # type: ignore[no-untyped-def]
+    """`w`: long lines wrap inside the log view, no sideways scrolling; the status line says so."""
+    engine, attempt_id = seed_engine
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _settled(pilot, attempt_id, jump=True)
+        await pilot.press("w")
+        await pilot.pause()
+
+    assert snap_compare(make_app([], engine=engine), terminal_size=(100, 36), run_before=run_before)
+
+
+def test_attempt_screen_seed_39443_banner_maximised(snap_compare, seed_engine) -> None:  # type: ignore[no-untyped-def]
+    """At 80x24, tab to the diagnosis and `z`: its whole advice."""
+    engine, attempt_id = seed_engine
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _settled(pilot, attempt_id, jump=False)
+        pilot.app.screen.query_one(DiagnosisBanner).focus()
+        await pilot.press("z")
+        await pilot.pause()
+
+    assert snap_compare(make_app([], engine=engine), terminal_size=(80, 24), run_before=run_before)

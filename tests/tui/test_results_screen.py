@@ -7,19 +7,19 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 
 from console.clusters import local_profile
 from console.engine import Engine
 from console.results import PointResult
 from console.store import Store
 from screens.app import make_app
-from screens.dialogs import ConfirmDialog
+from screens.dialogs import ConfirmDialog, PathDialog
 from screens.results import ResultsScreen
 from screens.sweeps import SweepsScreen
 from screens.widgets.plot import PARETO, THROUGHPUT, PointsPlot, Series, render_plot
 from tests.conftest import RECIPES
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import showing, wait_for
 
 DEMO = RECIPES / "demo"
 
@@ -53,7 +53,7 @@ async def test_r_reruns_the_flaky_arm_once_and_the_arm_shows_all_points_done(eng
     app = make_app([DEMO], engine=engine)
     async with app.run_test(size=(180, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         await pilot.press("r", "r")  # a double press: one plan, one dialog, one submission
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         body = dialog_text(app)
@@ -66,31 +66,38 @@ async def test_r_reruns_the_flaky_arm_once_and_the_arm_shows_all_points_done(eng
         await wait_for(pilot, lambda: any("still" in n.message for n in app._notifications))
         sweeps = app.screen
         table = sweeps.query_one(DataTable)
-        second = engine.store.attempts(arm_id)[1]
-        await wait_for(pilot, lambda: cell(table, str(second.id), "state") == "COMPLETED", timeout=60)
+        await wait_for(pilot, lambda: cell(table, f"a{arm_id}.2", "state").startswith("COMPLETED"), timeout=60)
         assert [a.number for a in engine.store.attempts(arm_id)] == [1, 2]
         assert not isinstance(app.screen, ConfirmDialog)
 
-        table.move_cursor(row=table.get_row_index(str(second.id)))
+        table.move_cursor(row=table.get_row_index(f"a{arm_id}.2"))
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
         results = app.screen
         assert isinstance(results, ResultsScreen)
-        results.export_dir = tmp_path / "export"
+        results.export_dir = tmp_path / "export"  # the export dialog's default
         arm_table = results.table(arm_id)
         await wait_for(pilot, lambda: results.loaded)
         assert [cell(arm_table, str(c), "status") for c in (8, 16, 32)] == ["done"] * 3
-        assert [cell(arm_table, str(c), "attempt") for c in (8, 16, 32)] == [f"a{arm_id}.2"] * 3
+        assert [cell(arm_table, str(c), "attempt") for c in (8, 16, 32)] == [
+            f"a{arm_id}.2 sim"
+        ] * 3  # the demo engine's numbers, marked
         plot = results.query_one(PointsPlot)
         assert len(plot.series(PARETO.key)[0].points) == 3
         await pilot.press("t")
         assert plot.mode == THROUGHPUT.key
         await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, PathDialog))
+        assert app.screen.query_one(Input).value == str(tmp_path / "export")  # the path is shown
+        await pilot.press("enter")
         await wait_for(pilot, lambda: len(list((tmp_path / "export").glob("*.json"))) == 1)
         (exported,) = (tmp_path / "export").glob("*.json")
         doc = json.loads(exported.read_text())
         assert [(p["concurrency"], p["status"]) for p in doc["points"]] == [(8, "done"), (16, "done"), (32, "done")]
         assert len(list((tmp_path / "export").glob("*.csv"))) == 1
+        # Result files on this machine are named relative to the export: they resolve from it.
+        assert all((exported.parent / p["file"]).is_file() for p in doc["points"]), doc["points"][0]["file"]
+        assert all(p["simulated"] for p in doc["points"])
 
 
 async def test_R_reruns_only_the_missing_points_of_the_crashed_arm(engine: Engine) -> None:
@@ -98,7 +105,7 @@ async def test_R_reruns_only_the_missing_points_of_the_crashed_arm(engine: Engin
     app = make_app([DEMO], engine=engine)
     async with app.run_test(size=(180, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         body = dialog_text(app)
@@ -116,13 +123,13 @@ async def test_deterministic_failure_warns_in_the_dialog_and_no_is_no(engine: En
     app = make_app([DEMO], engine=engine)
     async with app.run_test(size=(180, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), timeout=20)
         body = dialog_text(app)
         assert "WARNING: a plain rerun will fail the same way:" in body
         await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         assert len(engine.store.attempts(arm_id)) == 1
 
 
@@ -133,7 +140,7 @@ async def test_points_of_the_1p1d_twin_fill_in_live(engine: Engine) -> None:
     app = make_app([DEMO], engine=engine)
     async with app.run_test(size=(180, 50)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
         results = app.screen
@@ -168,6 +175,29 @@ def test_plot_renders_series_with_braille_and_an_empty_state() -> None:
     empty = render_plot([Series("a", ())], 60, 12, THROUGHPUT)
     assert "no points yet" in empty.plain
     Console(width=60, file=open("/dev/null", "w")).print(text)  # noqa: SIM115
+
+
+def test_plot_has_axis_labels_ticks_and_a_marker_per_arm() -> None:
+    series = [
+        Series("arm-a", ((1.0, 700.0), (4.0, 900.0), (16.0, 1000.0))),
+        Series("arm-b", ((1.0, 80.0), (4.0, 300.0), (64.0, 1200.0))),
+    ]
+    lines = render_plot(series, 72, 18, THROUGHPUT).plain.splitlines()
+    assert lines[0].startswith("● arm-a") and "▲ arm-b" in lines[0]  # shape, not only colour
+    assert lines[1] == "output tok/s"  # the y axis's label
+    body = "\n".join(lines[2:-3])
+    assert body.count("●") == 3 and body.count("▲") == 3
+    # The concurrency axis: a tick at each power of two, labelled, and the axis named.
+    assert lines[-3].count("┬") == 7  # 1, 2, 4, ..., 64
+    assert lines[-2].split() == ["1", "2", "4", "8", "16", "32", "64"]
+    assert lines[-1].strip() == "concurrency (log2)"
+    pareto = render_plot(series, 72, 18, PARETO).plain.splitlines()
+    assert pareto[1] == "tok/s/GPU" and pareto[-1].strip() == "tok/s/user"
+    assert len(pareto[-2].split()) >= 3  # ticks along a linear axis
+    # tok/s/user from 3 to 139: the axis starts at zero at the lowest, never at a negative rate.
+    low_rates = [Series("arm-c", ((3.3, 2400.0), (139.0, 290.0)))]
+    ticks = render_plot(low_rates, 72, 18, PARETO).plain.splitlines()[-2].split()
+    assert not any(tick.startswith("-") for tick in ticks) and float(ticks[0]) >= 0
 
 
 def test_results_rows_merge_attempts() -> None:
@@ -236,3 +266,18 @@ def test_results_screen_snapshot(snap_compare, tmp_path: Path) -> None:  # type:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(160, 36), run_before=open_results)
+
+
+def test_results_screen_at_80x24(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """At 80 columns the plot goes below the tables; `conc` stays the first column in view."""
+    engine, sweep = _stored_sweep(tmp_path)
+    app = make_app([DEMO], engine=engine)
+
+    async def open_results(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.app.push_screen(ResultsScreen(pilot.app.session, sweep))
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.loaded)
+        await wait_for(pilot, lambda: str(screen.table(1).get_cell("16", "status")) == "done")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_results)

@@ -15,7 +15,7 @@ from screens.dialogs import ConfirmDialog, LaunchDialog
 from screens.sweeps import SweepsScreen
 from screens.widgets.recipe_tree import RecipeTree
 from tests.conftest import RECIPES
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import showing, wait_for
 
 
 @pytest.fixture
@@ -40,21 +40,28 @@ async def test_launch_quick_and_watch_it_complete(engine: Engine) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchDialog))
         assert "demo-quick" in str(app.screen.query_one("#plan").render())
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen), timeout=20)
+        await wait_for(pilot, showing(pilot, SweepsScreen), timeout=20)
         table = app.screen.query_one(DataTable)
-        await wait_for(pilot, lambda: table.row_count == 1)
-        (key,) = [k.value for k in table.rows]
-        assert key is not None
+        await wait_for(pilot, lambda: table.row_count == 3)
+        assert [k.value for k in table.rows] == ["s1", "a1", "a1.1"]
+        key = "a1.1"
+        refills = app.screen.refills
         seen: set[str] = set()
 
         def completed() -> bool:
-            seen.add(cell(table, key, "state"))
-            return cell(table, key, "state") == "COMPLETED"
+            state = cell(table, key, "state").split()[0]
+            seen.add(state)
+            return state == "COMPLETED"
 
         await wait_for(pilot, completed, timeout=60)
-        assert table.row_count == 1  # updated in place, never cleared and refilled
+        assert table.row_count == 3 and app.screen.refills == refills  # updated in place, never refilled
         assert {"PENDING", "RUNNING"} & seen
-        assert cell(table, key, "attempt") == "a1.1" and cell(table, key, "arm") == "demo-quick"
+        assert cell(table, "a1", "name") == "demo-quick" and cell(table, "s1", "state") == "1 done"
+        # Columns are as wide as their content (never COMPLET or NonZer).
+        widths = {c.key.value: c.get_render_width(table) for c in table.columns.values()}
+        assert widths["state"] >= len("COMPLETED sim") and widths["submitted"] >= len("12-01 11:25:34")
+        # The scheduler's own times: started and ended are filled in, elapsed counts between them.
+        assert cell(table, key, "started") != "-" and cell(table, key, "ended") != "-"
 
 
 async def test_cancel_from_the_sweeps_screen(engine: Engine) -> None:
@@ -62,13 +69,12 @@ async def test_cancel_from_the_sweeps_screen(engine: Engine) -> None:
     app = make_app([RECIPES / "demo"], engine=engine)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, SweepsScreen))
+        await wait_for(pilot, showing(pilot, SweepsScreen))
         table = app.screen.query_one(DataTable)
-        (key,) = [k.value for k in table.rows]
-        assert key is not None
-        await wait_for(pilot, lambda: cell(table, key, "state") == "RUNNING", timeout=30)
+        key = "a1.1"
+        await wait_for(pilot, lambda: cell(table, key, "state").startswith("RUNNING"), timeout=30)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.press("y")
-        await wait_for(pilot, lambda: cell(table, key, "state") == "CANCELLED", timeout=30)
-        assert cell(table, key, "reason").startswith("by ")
+        await wait_for(pilot, lambda: cell(table, key, "state").startswith("CANCELLED"), timeout=30)
+        assert cell(table, key, "reason") == "cancelled by you"

@@ -127,7 +127,7 @@ async def test_report_key_and_provenance_line(data: Path, tmp_path: Path) -> Non
         sweeps = app.screen
         assert isinstance(sweeps, SweepsScreen)
         sweeps.report_dir = tmp_path
-        await wait_for(pilot, lambda: sweeps.query_one(DataTable).row_count == 1)
+        await wait_for(pilot, lambda: sweeps.query_one(DataTable).row_count == 3)  # sweep, arm, attempt
         await pilot.press("v")
         await wait_for(pilot, lambda: list(tmp_path.glob("srt-report-s1-*.md")))
         (saved,) = tmp_path.glob("srt-report-s1-*.md")

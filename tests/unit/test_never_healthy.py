@@ -66,7 +66,7 @@ def test_scan_of_a_log_whose_only_failure_is_an_unknown_exception_reports_it(
     assert diagnosis["verdict"] == "degraded"  # an error, not known to be fatal: never "healthy"
 
     # The readable report shows it with its line; the scheduler's FAILED makes it the failure.
-    assert main(["scan", str(log), "--state", "FAILED"]) == 0
+    assert main(["scan", str(log), "--state", "FAILED"]) == 1  # a failed verdict exits 1
     out = capsys.readouterr().out
     assert "verdict: failed" in out
     assert "root cause: unrecognised-exception - Unrecognised exception" in out

@@ -1094,3 +1094,23 @@ def test_large_file_being_written_is_incomplete(large_result: tuple[Path, dict[s
     assert point.bytes_read < 64 * 1024
     assert point.completed == 2560  # head scalars are already there
     assert point.tpot.median is None
+
+
+def test_a_missing_point_says_why() -> None:
+    from console.results.points import PointResult, arm_view
+
+    done = PointResult(4, "done", output_tok_s=1.0)
+    states = {"a1.1": "FAILED", "a1.2": "RUNNING", "a2.1": "COMPLETED", "a3.1": "TIMEOUT"}
+    crashed = arm_view([4, 8, 16], [("a1.1", [4, 8, 16], [done], None)], states=states)
+    assert [p.invalid_reason for p in crashed] == [
+        None,
+        "crashed at this concurrency (a1.1 ended FAILED while measuring it)",
+        "never ran (a1.1 ended FAILED before it)",
+    ]
+    never = arm_view([4], [("a3.1", [4], [], None)], states=states)
+    assert never[0].invalid_reason == "never ran (a3.1 ended TIMEOUT before the benchmark reached it)"
+    live = arm_view([4, 8], [("a1.1", [4, 8], [done], None), ("a1.2", [8], [], None)], states=states)
+    assert live[1].invalid_reason == "not run yet (a1.2 is RUNNING)"
+    no_file = arm_view([4], [("a2.1", [4], [], None)], states=states, simulated={"a2.1"})
+    assert no_file[0].invalid_reason == "no result file (a2.1 completed without one)" and no_file[0].simulated
+    assert no_file[0].to_json()["simulated"] is True

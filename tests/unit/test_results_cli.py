@@ -114,7 +114,7 @@ def test_truncated_file_is_incomplete_and_expected_points_are_missing(
     with source.open("rb") as src, (sub / "results_concurrency_64_gpus_24.json").open("wb") as dst:
         dst.write(src.read(5 * 1024 * 1024))  # cut in the middle of the per-request arrays
     shutil.copy(DEMO / "crash-at-concurrency.yaml", job / "config.yaml")
-    assert main(["results", str(job), "--json"]) == 0
+    assert main(["results", str(job), "--json"]) == 1  # points missing or invalid: non-zero for scripts
     points = {p["concurrency"]: p for p in json.loads(capsys.readouterr().out)["points"]}
     assert points[64]["status"] == "incomplete"
     assert {c: p["status"] for c, p in points.items() if c != 64} == {
@@ -125,13 +125,16 @@ def test_truncated_file_is_incomplete_and_expected_points_are_missing(
 def test_results_and_rerun_of_an_arm(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["launch", str(DEMO / "flake-first-attempt.yaml"), "--yes", "--wait", "--json"]) == 1
     capsys.readouterr()
-    assert main(["results", "a1", "--json"]) == 0
+    assert main(["results", "a1", "--json"]) == 1  # every point missing
     points = json.loads(capsys.readouterr().out)["points"]
     assert [(p["concurrency"], p["status"], p["arm"]) for p in points] == [
         (8, "missing", "demo-flake-first-attempt"),
         (16, "missing", "demo-flake-first-attempt"),
         (32, "missing", "demo-flake-first-attempt"),
     ]
+    # Each says why; the demo launcher's attempts are marked simulated.
+    assert all(p["invalid_reason"].startswith("never ran (a1.1 ended FAILED") for p in points), points
+    assert all(p["simulated"] for p in points)
     assert main(["rerun", "a1", "--missing", "--yes", "--wait", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (plan,) = doc["plans"]
@@ -147,7 +150,8 @@ def test_results_and_rerun_of_an_arm(data_dir: Path, capsys: pytest.CaptureFixtu
         ("32", "done", "a1.2"),
     ]
     assert all(float(r["tok_s_per_gpu"]) > 0 and r["arm"] == "demo-flake-first-attempt" for r in rows)
-    assert main(["results", "a1.1", "--json"]) == 0
+    assert {r["simulated"] for r in rows} == {"yes"}
+    assert main(["results", "a1.1", "--json"]) == 1
     assert {p["status"] for p in json.loads(capsys.readouterr().out)["points"]} == {"missing"}
 
     assert main(["rerun", "s1", "--yes"]) == 1  # nothing failed any more

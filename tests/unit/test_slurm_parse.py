@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from console.scheduler import JobState, JobStatus, SchedulerError, Submission
 from console.slurm import (
     SACCT_FIELDS,
+    SQUEUE_FORMAT,
+    TIME_ENV,
     SlurmScheduler,
     elapsed_seconds,
     merge,
@@ -24,6 +27,7 @@ from console.slurm import (
     sbatch_argv,
     scancel_argv,
     scontrol_argv,
+    slurm_time,
     squeue_argv,
 )
 from console.transport.base import CommandResult, ConnectionState, ConnectionStatus, TransportError, command_line
@@ -233,6 +237,9 @@ def test_parse_scontrol_records() -> None:
         nodelist="node1",
         raw_state="CANCELLED",
         source="scontrol",
+        submit_time=slurm_time("2026-11-30T00:35:29"),
+        start_time=slurm_time("2026-11-30T00:35:30"),
+        end_time=slurm_time("2026-11-30T00:35:34"),
     )
     failed = parse_scontrol(SCONTROL_FAILED_SPACES, "19990261")
     assert failed is not None
@@ -285,7 +292,7 @@ def test_query_argv() -> None:
         "--noheader",
         "--states=all",
         "--jobs=3,1",
-        "--format=%i|%T|%M|%N|%r",
+        "--format=%i|%T|%M|%N|%V|%S|%e|%r",
     ]
     assert sacct_argv(["1", "2"]) == ["sacct", "-X", "-P", "--noheader", "-j", "1,2", "-o", ",".join(SACCT_FIELDS)]
     assert scontrol_argv("7") == ["scontrol", "show", "job", "-o", "7"]
@@ -508,3 +515,34 @@ async def test_release_failure_is_a_scheduler_error() -> None:
     sched, _ = scheduler({"scontrol": [(1, "", err)]})
     with pytest.raises(SchedulerError, match="Invalid job id"):
         await sched.release("1")
+
+
+# --- the scheduler's own times -------------------------------------------------------
+
+
+def test_squeue_and_sacct_rows_carry_the_schedulers_times() -> None:
+    queued = parse_squeue(
+        "7|RUNNING|0:12|node1|1764547200|1764547230|1764550830|None\n"
+        "8|PENDING|0:00||1764547201|1764547999|1764551599|Resources\n"
+    )
+    running, pending = queued["7"], queued["8"]
+    assert (running.submit_time, running.start_time) == (1764547200.0, 1764547230.0)
+    assert running.end_time is None  # a live job's end is its time limit, not a fact
+    assert pending.start_time is None and pending.submit_time == 1764547201.0  # a forecast is not a start
+    assert pending.reason == "Resources"
+    accounted = parse_sacct("7|COMPLETED|0:0|0:0|00:01:40|node1|1764547200|1764547230|1764547330|None\n")["7"]
+    assert (accounted.start_time, accounted.end_time) == (1764547230.0, 1764547330.0)
+    merged = merge(running, accounted)
+    assert merged is not None and merged.end_time == 1764547330.0 and merged.submit_time == 1764547200.0
+
+
+def test_slurm_time_reads_epoch_and_iso_and_refuses_the_rest() -> None:
+    assert slurm_time("1764547200") == 1764547200.0
+    assert slurm_time("2026-11-30T00:35:29") == time.mktime((2026, 11, 30, 0, 35, 29, 0, 0, -1))
+    for text in ("Unknown", "N/A", "None", "", "0", "2026-11-30"):
+        assert slurm_time(text) is None
+
+
+def test_squeue_is_asked_for_epoch_times() -> None:
+    assert "%V|%S|%e" in SQUEUE_FORMAT and TIME_ENV == {"SLURM_TIME_FORMAT": "%s"}
+    assert SACCT_FIELDS[6:9] == ("Submit", "Start", "End")

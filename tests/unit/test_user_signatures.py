@@ -60,7 +60,7 @@ def test_signatures_in_the_config_are_merged_and_scan_names_them(
     tmp_path: Path, log: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = write(tmp_path / "cfg" / "config.yaml", "signatures:\n" + STALE)
-    assert main(["--config", str(config), "scan", "--json", str(log)]) == 0
+    assert main(["--config", str(config), "scan", "--json", str(log)]) == 1  # its fatal finding: failed
     doc = json.loads(capsys.readouterr().out)
     ids = [(f["id"], f["line_no"]) for f in doc["findings"]]
     assert ("site-lustre-stale", 4) in ids
