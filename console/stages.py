@@ -75,7 +75,8 @@ class _Rules:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            # libyaml's safe loader when PyYAML has it: the rules are read at import.
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except (OSError, yaml.YAMLError) as exc:
             raise StageRulesError(f"{path}: cannot read the stage rules: {exc}") from None
         self.data = data if isinstance(data, dict) else {}
@@ -416,6 +417,15 @@ class StageTracker:
                     self._worker_line(worker, file, count, line[:_SCAN_CHARS], changes)
         self._line_counts[file] = max(count, self._line_counts.get(file, 0))
         return changes
+
+    @staticmethod
+    def line_keywords(file: str) -> tuple[str, ...] | None:
+        """The literals that make a line of ``file`` matter to the tracker (case-sensitive; a
+        line without any of them only counts); None when every line does (the sweep log)."""
+        name = PurePath(file).name
+        if SWEEP_LOG_RE.match(name):
+            return None
+        return _WORKER_KEYS if WORKER_FILE_RE.match(name) else ()
 
     def feed_line(self, file: str, line: str) -> list[StageChange]:
         return self.feed(file, (line,))

@@ -20,13 +20,18 @@ from typing import Final
 
 from console.signatures import strip_prefixes
 
-__all__ = ["MAX_TEMPLATE_CHARS", "is_error_level", "line_template"]
+__all__ = ["ERROR_HINT_LINE_STARTS", "ERROR_HINT_LITERALS", "MAX_TEMPLATE_CHARS", "is_error_level", "line_template"]
 
 MAX_TEMPLATE_CHARS: Final[int] = 240
 """A template keeps this much of the masked message (a long line's head says what it is)."""
 
 # One cheap scan before the exact checks: most lines hold none of these.
 _ERROR_HINT: Final = re.compile(r"ERROR|FATAL|CRITICAL|\[E\]|rror|xception|^[EF]\d{4} |level=(?:error|fatal)|: error:")
+ERROR_HINT_LITERALS: Final[tuple[str, ...]] = ("rror", "fatal", "critical", "[e]", "xception")
+"""Literals, in any case, one of which is in every line the hint finds but at its start (a
+line without them and without :data:`ERROR_HINT_LINE_STARTS` is never error-level)."""
+ERROR_HINT_LINE_STARTS: Final[tuple[bytes, ...]] = (rb"[EF][0-9]{4} ",)
+"""The hint's patterns anchored at a line's start (glog's ``E0603 ``)."""
 _ERROR_LEVEL: Final = re.compile(
     r"(?<![\w\-./])(?:ERROR|FATAL|CRITICAL)(?![\w\-])"  # a level word (vLLM, logging, tracing, srtctl)
     r"|^[EF]\d{4} \d\d:\d\d:\d\d"  # glog

@@ -35,10 +35,11 @@ from console.diagnosis import (
     diagnose_groups,
     same_failure,
 )
+from console.prefilter import LineFilter
 from console.sanitize import clean_line
-from console.signatures import Finding, Matcher, MatchStream, default_matcher
+from console.signatures import TRACEBACK_OPENER, Finding, Matcher, MatchStream, default_matcher
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, Stage, StageChange, StageSnapshot, StageTracker
-from console.templates import is_error_level, line_template
+from console.templates import ERROR_HINT_LINE_STARTS, ERROR_HINT_LITERALS, is_error_level, line_template
 
 __all__ = [
     "DEFAULT_HEALTH_CHECK",
@@ -288,13 +289,63 @@ class TriageUpdate:
     changes: list[StageChange] = field(default_factory=list)
 
 
+class _Recent:
+    """The last _LOOKBACK lines of a file (clean text), to date an undated line. A run of lines
+    the fast reader passed over is kept as its bytes and decoded only when looked at."""
+
+    def __init__(self) -> None:
+        self._items: deque[str | tuple[bytes, int, int, int]] = deque()
+        self._count = 0
+
+    def append(self, text: str) -> None:
+        self._items.append(text)
+        self._count += 1
+        self._trim()
+
+    def skip(self, data: bytes, start: int, end: int, count: int) -> None:
+        """``count`` lines of plain ASCII text, ``data[start:end]``, each ending with a newline."""
+        if count:
+            self._items.append((data, start, end, count))
+            self._count += count
+            self._trim()
+
+    def latest(self) -> Iterator[str]:
+        """The lines, the last one first (at most _LOOKBACK)."""
+        left = _LOOKBACK
+        for item in reversed(self._items):
+            if isinstance(item, str):
+                yield item
+                left -= 1
+            else:
+                data, start, end, count = item
+                pos = end - 1  # the newline ending the run's last line
+                for _ in range(min(count, left)):
+                    before = data.rfind(b"\n", start, pos)
+                    first = before + 1 if before >= 0 else start
+                    yield data[first:pos].decode("utf-8", "replace")
+                    pos = before
+                left -= min(count, left)
+            if left <= 0:
+                return
+
+    def _trim(self) -> None:
+        items = self._items
+        while items:
+            first = items[0]
+            size = 1 if isinstance(first, str) else first[3]
+            if self._count - size < _LOOKBACK:
+                return
+            items.popleft()
+            self._count -= size
+
+
 @dataclass
 class _FileTriage:
     lines: int = 0
     node: str | None = None
     worker: str | None = None
     mode: str | None = None
-    recent: deque[str] = field(default_factory=lambda: deque(maxlen=_LOOKBACK))
+    recent: _Recent = field(default_factory=lambda: _Recent())
     last_date: float | None = None  # epoch of the last midnight seen with a date
     sweep: bool = False  # the orchestrator log (its FAILURE DETAILS block quotes worker logs)
     quote_process: str | None = None  # `--- Process: <name> ---` of the block being read
@@ -412,41 +463,62 @@ class Triage:
         update = TriageUpdate()
         changes = self.tracker.feed(file, cleaned, first_line_no=start)
         update.changes.extend(changes)
-        now = self._clock()
-        if state.worker is not None and raw_lines:
-            self._worker_output_at = now
+        now = self._fed(state, bool(raw_lines))
+        # (Only the sweep log, which the fast reader leaves to this path, sets the stage.)
         if sweep_awaits := [c for c in changes if c.subject == "stage" and c.new == Stage.AWAITING_WORKERS.value]:
             self._awaiting_since = now - _written_ago(cleaned, sweep_awaits[-1].line_no - start)
-        if state.stream is None:
-            state.stream = self.matcher.stream()
-        match = state.stream.match
-        recent = state.recent
         line_no = start - 1
-        sweep = state.sweep
-        novel = self.matcher.novel_signature
         for raw, text in zip(raw_lines, cleaned, strict=True):
             line_no += 1
-            if state.awaiting_time:
-                found = line_time(text)
-                if found is not None:
-                    state.awaiting_time = False
-                    state.next_stamp = state.last_stamp = self._normalise(state, found)
-            quoted = sweep and self._quote(state, text)
-            # The raw line is matched (both ends of a long line, every segment of a redrawn
-            # one); the clean text is what is shown.
-            finding = match(raw) if raw else None
-            if finding is None and novel is not None and not quoted and is_error_level(text):
-                finding = self._novel_finding(text, novel)
-            if finding is not None:
-                if raw is not text:
-                    text = _shown_text(raw, text, finding)
-                observation = self._observe(file, state, line_no, text, finding, quoted)
-                update.findings.append(observation)
-                if observation.severity == "fatal" and state.worker is not None:
-                    update.changes.extend(self._worker_failed(file, state, observation))
-            recent.append(text)
+            self._line(file, state, line_no, raw, text, update, None)
         state.lines = line_no
         return update
+
+    def _fed(self, state: _FileTriage, lines: bool) -> float:
+        """A batch of a file's lines arrived (the clock is read once a batch): a worker's lines
+        are its output, what a stall is measured against."""
+        now = self._clock()
+        if state.worker is not None and lines:
+            self._worker_output_at = now
+        return now
+
+    def _line(
+        self,
+        file: str,
+        state: _FileTriage,
+        line_no: int,
+        raw: str,
+        text: str,
+        update: TriageUpdate,
+        failures: list[Observation] | None,
+    ) -> None:
+        """Match one line (its stage rules already applied). A fatal finding of a worker is told
+        to the tracker now, or added to ``failures`` to be told after the rest of its batch."""
+        if state.stream is None:
+            state.stream = self.matcher.stream()
+        if state.awaiting_time:
+            found = line_time(text)
+            if found is not None:
+                state.awaiting_time = False
+                state.next_stamp = state.last_stamp = self._normalise(state, found)
+        quoted = state.sweep and self._quote(state, text)
+        # The raw line is matched (both ends of a long line, every segment of a redrawn
+        # one); the clean text is what is shown.
+        finding = state.stream.match(raw) if raw else None
+        novel = self.matcher.novel_signature
+        if finding is None and novel is not None and not quoted and is_error_level(text):
+            finding = self._novel_finding(text, novel)
+        if finding is not None:
+            if raw is not text:
+                text = _shown_text(raw, text, finding)
+            observation = self._observe(file, state, line_no, text, finding, quoted)
+            update.findings.append(observation)
+            if observation.severity == "fatal" and state.worker is not None:
+                if failures is None:
+                    update.changes.extend(self._worker_failed(file, state, observation))
+                else:
+                    failures.append(observation)
+        state.recent.append(text)
 
     def _novel_finding(self, text: str, novel: Any) -> Finding | None:
         """A finding for an error-level line whose template the healthy baseline lacks; the
@@ -610,7 +682,7 @@ class Triage:
         found = line_time(text)
         if found is None:
             # An undated line (a traceback) takes the time of the last dated line above it.
-            for previous in reversed(state.recent):
+            for previous in state.recent.latest():
                 found = line_time(previous)
                 if found is not None:
                     break
@@ -673,11 +745,25 @@ LOG_SUFFIXES = (".out", ".log", ".err")
 _FEED_BATCH = 4096
 
 
-def feed_file(triage: Triage, path: Path) -> None:
-    """Feed a whole log file on this machine, line by line in batches; ``OSError`` when it cannot be read."""
+_BLOCK = 1 << 20  # read_lines' block: a long line's pieces end where its blocks do
+_CHUNK = 8 * _BLOCK  # the fast reader's chunk (a multiple of _BLOCK)
+_MAX_CARRY = 4 * _CHUNK  # a line still without its end after this many bytes: read as read_lines does
+
+
+def feed_file(triage: Triage, path: Path, *, fast: bool = True) -> None:
+    """Feed a whole log file on this machine, line by line in batches; ``OSError`` when it cannot be read.
+
+    With ``fast`` (and a catalog whose every signature has keywords), the lines of a file other
+    than the sweep log are found in big chunks: only those a :class:`~console.prefilter.LineFilter`
+    takes (and those after them while a traceback is open or a finding waits for its time) get
+    the full treatment; the findings, stages and diagnosis are the same as line by line."""
     name = str(path)
     # A regular file only, opened without following a last link or blocking on a FIFO.
     with os.fdopen(open_regular(name), "rb") as fh:
+        line_filter = _line_filter(triage, name) if fast else None
+        if line_filter is not None:
+            _SparseReader(triage, name, line_filter).read(fh)
+            return
         batch: list[str] = []
         for line in read_lines(fh):
             batch.append(line)
@@ -685,6 +771,174 @@ def feed_file(triage: Triage, path: Path) -> None:
                 triage.feed(name, batch)
                 batch = []
         triage.feed(name, batch)
+
+
+def _line_filter(triage: Triage, name: str) -> LineFilter | None:
+    stage_keywords = triage.tracker.line_keywords(name)
+    if stage_keywords is None or not triage.matcher.keyed_only:
+        return None
+    # With a novel-line signature every error-level line is a template to keep (and maybe a
+    # finding): what is_error_level looks for first is taken too.
+    novel = triage.matcher.novel_signature is not None
+    key = (triage.matcher, stage_keywords, novel)
+    found = _FILTERS.get(key)
+    if found is None:
+        hints = ERROR_HINT_LITERALS if novel else ()
+        found = LineFilter(
+            (*triage.matcher.keywords, *stage_keywords, TRACEBACK_OPENER, *hints),
+            line_starts=ERROR_HINT_LINE_STARTS if novel else (),
+        )
+        _FILTERS[key] = found
+    return found
+
+
+_FILTERS: dict[tuple[Matcher, tuple[str, ...], bool], LineFilter] = {}
+
+
+class _SparseReader:
+    """One file read in chunks, its lines fed to the triage as :func:`feed_file` line by line would:
+    the same line numbers, the stage rules of a batch applied before the worker failures its
+    findings tell, the clock read once a batch, the same lines to date an undated finding."""
+
+    def __init__(self, triage: Triage, name: str, line_filter: LineFilter) -> None:
+        self.triage = triage
+        self.name = name
+        self.filter = line_filter
+        self.state = triage._file(name)
+        if self.state.stream is None:
+            self.state.stream = triage.matcher.stream()
+        self.line_no = self.state.lines  # lines fed so far, as read_lines gives them
+        self.batch_end = self.line_no + _FEED_BATCH
+        self.failures: list[Observation] = []  # the fatal findings of a worker in this batch
+        self.update = TriageUpdate()
+
+    def read(self, fh: BinaryIO) -> None:
+        # A worker is known from its file, lines or not.
+        self.triage.tracker.feed(self.name, (), first_line_no=self.line_no + 1)
+        at = 0  # the file offset of data
+        carry = b""  # the start of a line still without its end (the bytes before data)
+        while True:
+            data = fh.read(_CHUNK)
+            if not data:
+                break
+            first = 0
+            if carry:
+                first = data.find(b"\n") + 1
+                if not first:
+                    carry += data
+                    at += len(data)
+                    if len(carry) > _MAX_CARRY:
+                        self._read_rest(fh, carry, at - len(carry))
+                        carry = b""
+                        break
+                    continue
+                bridge = carry + data[:first]
+                self._region(bridge, 0, len(bridge), at - len(carry))
+            last = data.rfind(b"\n") + 1
+            if last > first:
+                self._region(data, first, last, at)
+            carry = data[max(first, last) :]
+            at += len(data)
+        if carry:
+            for raw in self._exact(carry, 0, len(carry), at - len(carry), final=True):
+                self._take(raw)
+        while self.line_no >= self.batch_end:
+            self._end_batch(lines=True)
+        self._end_batch(lines=self.line_no > self.batch_end - _FEED_BATCH)  # the last (maybe empty) batch
+        self.state.lines = self.line_no
+        self.triage.tracker.feed(self.name, (), first_line_no=self.line_no + 1)
+
+    def _quiet(self) -> bool:
+        stream = self.state.stream
+        return not self.state.awaiting_time and not (stream is not None and stream.inside)
+
+    def _region(self, region: bytes, pos: int, end: int, offset: int) -> None:
+        """The whole lines ``region[pos:end]`` (``end`` past a newline); ``offset`` is the file
+        offset of ``region``."""
+        starts = self.filter.lines(region, pos, end)
+        i = 0
+        while True:
+            if self._quiet():
+                while i < len(starts) and starts[i] < pos:
+                    i += 1
+                if i == len(starts):
+                    break
+                start = starts[i]
+            elif pos < end:
+                start = pos  # a traceback is open or a finding waits for a time: every line counts
+            else:
+                break
+            if start > pos:
+                self._skip(region, pos, start)
+            stop = region.find(b"\n", start) + 1
+            for raw in self._exact(region, start, stop, offset):
+                self._take(raw)
+            pos = stop
+        if pos < end:
+            self._skip(region, pos, end)
+
+    def _skip(self, region: bytes, start: int, end: int) -> None:
+        count = region.count(b"\n", start, end)
+        self.state.recent.skip(region, start, end, count)
+        self.line_no += count
+
+    @staticmethod
+    def _exact(data: bytes, start: int, stop: int, offset: int, *, final: bool = False) -> list[str]:
+        """The lines read_lines gives for ``data[start:stop]`` (whole lines at file offset
+        ``offset + start``): fed in the pieces its blocks make."""
+        if not final and stop - start <= 2 * MAX_TEXT_CHARS:
+            # One line too short to be cut or split on its redraws: as _LineAssembler gives it.
+            piece = data[start : stop - 1]
+            return [(piece[:-1] if piece.endswith(b"\r") else piece).decode("utf-8", "replace")]
+        assembler = _LineAssembler(MAX_TEXT_CHARS)
+        out: list[str] = []
+        pos = start
+        while pos < stop:
+            boundary = ((offset + pos) // _BLOCK + 1) * _BLOCK - offset
+            cut = min(stop, boundary)
+            out.extend(assembler.feed(data[pos:cut]))
+            pos = cut
+        if final:
+            out.extend(assembler.finish())
+        return out
+
+    def _read_rest(self, fh: BinaryIO, buf: bytes, offset: int) -> None:
+        """A line with no end in sight: the rest of the file as read_lines reads it."""
+        assembler = _LineAssembler(MAX_TEXT_CHARS)
+        pos = 0
+        while pos < len(buf):
+            cut = min(len(buf), ((offset + pos) // _BLOCK + 1) * _BLOCK - offset)
+            for raw in assembler.feed(buf[pos:cut]):
+                self._take(raw)
+            pos = cut
+        while True:
+            data = fh.read(_BLOCK)
+            if not data:
+                break
+            for raw in assembler.feed(data):
+                self._take(raw)
+        for raw in assembler.finish():
+            self._take(raw)
+
+    def _take(self, raw: str) -> None:
+        """One line, fully: its stage rules, then its match."""
+        self.line_no += 1
+        while self.line_no > self.batch_end:
+            self._end_batch(lines=True)
+        text = raw if len(raw) <= MAX_TEXT_CHARS and raw.isprintable() else _clean(raw)
+        triage = self.triage
+        triage.tracker.feed(self.name, (text,), first_line_no=self.line_no)
+        triage._line(self.name, self.state, self.line_no, raw, text, self.update, self.failures)
+        self.update.findings.clear()
+
+    def _end_batch(self, *, lines: bool) -> None:
+        """The end of a batch line by line would feed: its worker failures told, the clock read
+        once for it (a worker's output, for a stall)."""
+        for observation in self.failures:
+            self.triage._worker_failed(self.name, self.state, observation)
+        self.failures.clear()
+        self.triage._fed(self.state, lines)
+        self.batch_end += _FEED_BATCH
 
 
 def within(path: Path, root: Path) -> bool:
