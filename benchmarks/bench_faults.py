@@ -38,18 +38,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-ENV_FILE = Path("/var/lib/srt-console-cluster/cluster.env")
+from _cluster import cluster_env  # noqa: E402  (benchmarks/, the script's folder)
+
 QUICK = (ROOT / "recipes" / "demo" / "quick.yaml").read_text()
-
-
-def cluster_env() -> dict[str, str]:
-    values = {}
-    for line in ENV_FILE.read_text().splitlines():
-        if "=" in line and not line.startswith("#"):
-            (word,) = shlex.split(line)
-            key, _, value = word.partition("=")
-            values[key] = value
-    return values
 
 
 def ssh_spec(env: dict[str, str]) -> dict[str, Any]:

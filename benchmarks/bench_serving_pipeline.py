@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import shlex
 import statistics
 import sys
 import tempfile
@@ -26,23 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _cluster import ENV_FILE, cluster_env  # noqa: E402  (benchmarks/, the script's folder)
+
 from console.clusters import load_profiles  # noqa: E402
 from console.config import load_config  # noqa: E402
 from console.engine import Engine  # noqa: E402
 from console.monitor import Monitor, MonitorEvent, PointArrived, Triaged  # noqa: E402
 from console.store import Store  # noqa: E402
-
-ENV_FILE = Path("/var/lib/srt-console-cluster/cluster.env")
-
-
-def cluster_env() -> dict[str, str]:
-    values = {}
-    for line in ENV_FILE.read_text().splitlines():
-        if "=" in line and not line.startswith("#"):
-            (word,) = shlex.split(line)
-            key, _, value = word.partition("=")
-            values[key] = value
-    return values
 
 
 def p50_max(values: list[float]) -> dict[str, float | int]:

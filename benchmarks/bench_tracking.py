@@ -42,19 +42,10 @@ from console.slurm import SlurmScheduler, parse_scontrol_fields, scontrol_argv
 from console.store import Store
 from console.transport.base import Transport
 
-ENV_FILE = Path("/var/lib/srt-console-cluster/cluster.env")
 ROOT = Path(__file__).resolve().parents[1]
+from _cluster import cluster_env  # noqa: E402  (benchmarks/, the script's folder)
+
 CLUSTER_SRTCTL = "/var/lib/srt-console-cluster/home/hpcuser/srt-slurm/.venv/bin/srtctl"
-
-
-def cluster_env() -> dict[str, str]:
-    values = {}
-    for line in ENV_FILE.read_text().splitlines():
-        if "=" in line and not line.startswith("#"):
-            (word,) = shlex.split(line)
-            key, _, value = word.partition("=")
-            values[key] = value
-    return values
 
 
 async def slurm_time(transport: Transport, job_id: str, field: str) -> float | None:
