@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import posixpath
 import shlex
 import signal
 import statistics
@@ -69,8 +70,10 @@ async def peer_monitor(transport: Transport, srtctl: str, outputs: str, seconds:
         f"mkdir -p {shlex.quote(shim)} && : > {shlex.quote(calls)} && "
         f"printf '#!/bin/sh\\necho x >> %s\\nexec %s \"$@\"\\n' {shlex.quote(calls)} {shlex.quote(real)}"
         f" > {shlex.quote(shim)}/squeue && chmod +x {shlex.quote(shim)}/squeue && "
+        # `srtctl monitor` takes no options (its argparse drops them): it reads ./outputs.
+        f"cd {shlex.quote(posixpath.dirname(outputs))} && "
         f"PATH={shlex.quote(shim)}:$PATH timeout -s INT {seconds:.0f} {shlex.quote(srtctl)} monitor "
-        f"--outputs {shlex.quote(outputs)} > /dev/null 2>&1; wc -l < {shlex.quote(calls)}"
+        f"> /dev/null 2>&1; wc -l < {shlex.quote(calls)}"
     )
     result = await transport.run(["sh", "-c", script], timeout=seconds + 60)
     text = result.stdout.strip().splitlines()

@@ -398,9 +398,12 @@ class Triage:
         baseline: frozenset[str] | None = None,
         health_check: HealthCheck = DEFAULT_HEALTH_CHECK,
         clock: Callable[[], float] = time.time,
+        sparse: bool = True,
     ) -> None:
         self.matcher = matcher or default_matcher()
         self.tracker = StageTracker()
+        # Batches of a worker log's lines go through the prefilter (see _feed_sparse).
+        self.sparse = sparse
         self.earlier = tuple(earlier)
         self.baseline = baseline
         self.health_check = health_check
@@ -459,6 +462,12 @@ class Triage:
         start = state.lines + 1
         cap = MAX_TEXT_CHARS
         raw_lines = list(lines)
+        if self.sparse and len(raw_lines) >= _SPARSE_MIN_LINES:
+            line_filter = _line_filter(self, file)
+            if line_filter is not None:
+                data = "\n".join(raw_lines).encode("utf-8", "replace") + b"\n"
+                if data.count(b"\n") == len(raw_lines):  # no line holds a newline of its own
+                    return self._feed_sparse(file, state, raw_lines, data, line_filter)
         cleaned = [line if len(line) <= cap and line.isprintable() else _clean(line) for line in raw_lines]
         update = TriageUpdate()
         changes = self.tracker.feed(file, cleaned, first_line_no=start)
@@ -472,6 +481,58 @@ class Triage:
             line_no += 1
             self._line(file, state, line_no, raw, text, update, None)
         state.lines = line_no
+        return update
+
+    def _feed_sparse(
+        self, file: str, state: _FileTriage, raw_lines: list[str], data: bytes, line_filter: LineFilter
+    ) -> TriageUpdate:
+        """:meth:`feed` of a worker log's batch, the full treatment only for the lines the
+        prefilter takes (and every line while a traceback is open or a finding waits for its
+        time); the rest are counted and kept as context. What feed line by line gives: a live
+        log at thousands of lines a second is mostly lines that match nothing."""
+        start = state.lines + 1
+        cap = MAX_TEXT_CHARS
+        starts = line_filter.lines(data)
+        taken: list[tuple[int, int]] = []  # (index, byte offset) of each line the filter takes
+        index, pos = 0, 0
+        for offset in starts:
+            index += data.count(b"\n", pos, offset)
+            taken.append((index, offset))
+            pos = offset
+        texts = {i: (raw_lines[i] if len(raw_lines[i]) <= cap and raw_lines[i].isprintable() else _clean(raw_lines[i]))
+                 for i, _ in taken}  # fmt: skip
+        update = TriageUpdate()
+        tracker = self.tracker
+        tracker.feed(file, (), first_line_no=start)  # the worker is known from its file
+        for i, _ in taken:  # the stage rules of the whole batch first, as feed applies them
+            update.changes.extend(tracker.feed(file, (texts[i],), first_line_no=start + i))
+        tracker.feed(file, (), first_line_no=start + len(raw_lines))
+        self._fed(state, True)
+        if state.stream is None:
+            state.stream = self.matcher.stream()
+        stream = state.stream
+        i, pos, k = 0, 0, 0  # the next line, its byte offset, the next taken line
+        count = len(raw_lines)
+        while i < count:
+            if not state.awaiting_time and not stream.inside:
+                while k < len(taken) and taken[k][0] < i:
+                    k += 1
+                if k == len(taken):
+                    break
+                j, offset = taken[k]
+                if j > i:
+                    state.recent.skip(data, pos, offset, j - i)
+                    i, pos = j, offset
+            raw = raw_lines[i]
+            text = texts.get(i)
+            if text is None:
+                text = raw if len(raw) <= cap and raw.isprintable() else _clean(raw)
+            self._line(file, state, start + i, raw, text, update, None)
+            pos = data.find(b"\n", pos) + 1
+            i += 1
+        if i < count:
+            state.recent.skip(data, pos, len(data), count - i)
+        state.lines = start + count - 1
         return update
 
     def _fed(self, state: _FileTriage, lines: bool) -> float:
@@ -743,6 +804,7 @@ def _written_ago(lines: list[str], index: int) -> float:
 
 LOG_SUFFIXES = (".out", ".log", ".err")
 _FEED_BATCH = 4096
+_SPARSE_MIN_LINES = 8  # a smaller batch is fed line by line (the prefilter's set-up would cost more)
 
 
 _BLOCK = 1 << 20  # read_lines' block: a long line's pieces end where its blocks do

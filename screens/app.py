@@ -86,10 +86,13 @@ class SrtConsole(App[None]):
             self.track_jobs()
 
     def _on_core_event(self, event: CoreEvent) -> None:
-        # Core events arrive on the app's own loop. Every screen on the stack gets one message
-        # with the event itself (screens that don't care ignore it).
+        # Core events arrive on the app's own loop. Every screen on the stack that takes this
+        # kind of event gets one message with the event itself. Only those: any message a screen
+        # below the top one handles makes Textual repaint the whole top screen, and a followed
+        # log's lines arrive many times a second.
         for screen in self.screen_stack:
-            screen.post_message(CoreUpdate(event))
+            if isinstance(event, getattr(screen, "CORE_EVENTS", ())):
+                screen.post_message(CoreUpdate(event))
         if isinstance(event, Notice):
             # On whatever screen is showing: a toast, and the terminal bell for the operator away from it.
             severity: SeverityLevel = (

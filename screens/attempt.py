@@ -48,6 +48,8 @@ def provenance_line(attempt: AttemptRow) -> Text:
 class AttemptScreen(ReportsWorkerErrors, Screen[None]):
     """Everything about one attempt, live."""
 
+    CORE_EVENTS: ClassVar[tuple[type, ...]] = (AttemptChanged, LogLines, Triaged, AgentChanged)
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("c", "cancel", "Cancel job"),

@@ -117,6 +117,8 @@ class ArmResults:
 class ResultsScreen(ReportsWorkerErrors, Screen[None]):
     """Every arm of one sweep: a live table each and one plot across them."""
 
+    CORE_EVENTS: ClassVar[tuple[type, ...]] = (PointArrived, AttemptChanged, PointRunning)
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("t", "toggle_plot", "Plot: pareto/throughput"),
         Binding("e", "export", "Export CSV+JSON"),

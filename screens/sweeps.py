@@ -48,6 +48,9 @@ def elapsed_text(attempt: AttemptRow, now: float) -> str:
 
 
 class SweepsScreen(ReportsWorkerErrors, Screen[None]):
+    CORE_EVENTS: ClassVar[tuple[type, ...]] = (AttemptChanged, Triaged, ClusterChanged, AgentChanged)
+    """The core events it shows (the app posts it no others)."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_attempt", "Details"),
         Binding("space", "toggle_row", "Fold"),

@@ -200,7 +200,7 @@ class FindingsPanel(Vertical):
             table.move_cursor(row=0)
         total = sum(r.count for r in rows)
         self.query_one("#findings-title", Static).update(
-            Text(f"findings: {total} line(s) in {len(rows)} group(s)  (enter: show in log)")
+            Text(f"findings: {total} line(s) in {len(rows)} group(s)  (enter: show in log)"), layout=False
         )
         if rows:
             self._show_hint(table)

@@ -353,7 +353,20 @@ class LogBody(ScrollView, can_focus=True):
         width = (self._gutter_width() + 2 + buf.width) if buf else 0
         if self.wrap:
             width = min(width, self.size.width)
-        self.virtual_size = Size(width, self.row_count)
+        size = Size(width, self.row_count)
+        old = self.virtual_size
+        if size == old:
+            return
+        height = self.scrollable_content_region.height
+        if size.width == old.width and min(size.height, old.height) > height and self.show_vertical_scrollbar:
+            # More rows below a scrollbar already shown: nothing else on the screen moves, so no
+            # layout pass (the reactive's own) for each new frame of lines; the scrollbar and the
+            # scroll limits are updated as Textual's ScrollView does on a resize.
+            self.set_reactive(LogBody.virtual_size, size)
+            self._scroll_update(size)
+            self.refresh()
+            return
+        self.virtual_size = size
 
     def _gutter_width(self) -> int:
         buf = self.current_buffer
@@ -600,6 +613,7 @@ class LogView(ReportsWorkerErrors, Vertical):
         self.body = LogBody(max_lines=max_lines, id="log-lines")
         self._pager: Pager | None = None
         self._prompt_mode: str | None = None  # "search" | "filter"
+        self._status = ""  # the status line shown
         self.notice = ""
 
     def compose(self) -> ComposeResult:
@@ -664,7 +678,8 @@ class LogView(ReportsWorkerErrors, Vertical):
             text.append(label, style)
             if count:
                 text.append(f" ▌{count}", self.body.get_component_rich_style("log-lines--error", partial=True))
-        self.query_one("#log-files", Static).update(text)
+        # One row, always: no layout pass for it (a new frame of lines comes 20 times a second).
+        self.query_one("#log-files", Static).update(text, layout=False)
 
     # ------------------------------------------------------------------ live data
 
@@ -960,4 +975,7 @@ class LogView(ReportsWorkerErrors, Vertical):
             parts.append("newer lines: scroll down, t: back to the tail")
         if self.notice:
             parts.append(self.notice)
-        self.query_one("#log-status", Static).update(Text(" · ".join(parts), no_wrap=True, overflow="ellipsis"))
+        status = " · ".join(parts)
+        if status != self._status:
+            self._status = status
+            self.query_one("#log-status", Static).update(Text(status, no_wrap=True, overflow="ellipsis"), layout=False)

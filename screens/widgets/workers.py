@@ -95,7 +95,7 @@ class WorkersPanel(Vertical):
         if snapshot.failure:
             title.append("  ")
             title.append(snapshot.failure[:120], "italic")
-        self.query_one("#workers-title", Static).update(title)
+        self.query_one("#workers-title", Static).update(title, layout=False)  # one row, always
         table: DataTable[object] = self.query_one(DataTable)
         for row in worker_rows(snapshot):
             stage = Text(f" {row.stage.value} ", self._stage_style(row.stage))

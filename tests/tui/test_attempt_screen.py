@@ -461,3 +461,57 @@ async def test_a_file_no_longer_followed_is_read_whole(engine: Engine, tmp_path:
         lines = sweep_log.read_text().splitlines()
         assert buf.first_line_no == 1 and buf.lines == lines and buf.start_offset == 0
         assert screen._position(view.current or "") is None  # read whole: the stream's position is gone
+
+
+async def test_live_lines_reach_only_the_attempt_screen(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every message a screen below the top one handles makes Textual repaint the whole top
+    # screen: a followed log's lines (many batches a second) go to the attempt screen alone.
+    from textual._compositor import Compositor
+
+    from console.events import LogLines
+
+    out = tmp_path / "outputs" / "7002"
+    (out / "logs").mkdir(parents=True)
+    log = out / "logs" / "node1_decode_w0.out"
+    log.write_text("start\n")
+    attempt = finished_attempt(engine, out, "7002", JobState.COMPLETED)
+    received: dict[str, list[object]] = {"sweeps": [], "attempt": []}
+    full_updates = 0
+    render_full_update = Compositor.render_full_update
+
+    def counted(self: Compositor, *args: object, **kwargs: object) -> object:
+        nonlocal full_updates
+        full_updates += 1
+        return render_full_update(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        sweeps = SweepsScreen(app.session)
+        await app.push_screen(sweeps)
+        screen = await open_attempt(app, attempt.id)
+        for name, target in (("sweeps", sweeps), ("attempt", screen)):
+            post = target.post_message
+
+            def spy(message: object, name: str = name, post: object = post) -> bool:
+                if isinstance(message, CoreUpdate):
+                    received[name].append(message.event)
+                return post(message)  # type: ignore[operator, no-any-return]
+
+            monkeypatch.setattr(target, "post_message", spy)
+        view = screen.query_one(LogView)
+        await wait_for(pilot, lambda: view.body.row_count > 0)
+        monkeypatch.setattr(Compositor, "render_full_update", counted)
+        flushes = view.body.flushes
+        with open(log, "a") as handle:
+            for i in range(40):
+                handle.write("".join(f"line {i}.{k}\n" for k in range(50)))
+                handle.flush()
+                await pilot.pause(0.06)
+        await wait_for(pilot, lambda: any("line 39.49" in row for row in view.body.rendered_text()), timeout=20)
+        assert any(isinstance(e, LogLines) for e in received["attempt"])
+        assert not any(isinstance(e, LogLines) for e in received["sweeps"])
+        assert view.body.flushes - flushes >= 5
+        assert full_updates <= (view.body.flushes - flushes) // 2

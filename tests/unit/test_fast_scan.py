@@ -1,5 +1,6 @@
 """The fast reader of a local file (chunks, only the lines the prefilter takes fed in full) gives
-what the line-by-line reader gives: the same findings (ids, lines, line numbers, text, time), the
+what the line-by-line reader gives (and so does a followed log's batches through the prefilter,
+what they give line by line): the same findings (ids, lines, line numbers, text, time), the
 same diagnosis (verdict, root cause), the same stages and line counts - on the real logs, the
 real srtctl job dirs, the real variants among healthy lines, and long, redrawn and odd lines.
 Both literal engines are held to it: Hyperscan when it is installed, and the regex fallback."""
@@ -19,7 +20,7 @@ import console.triage as triage_module
 from console.cli.scan_cmd import collect_files
 from console.diagnosis import Observation
 from console.prefilter import LONG_LINE, LineFilter
-from console.triage import Triage, feed_file
+from console.triage import Triage, feed_file, read_lines
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REAL_LOGS = DATA / "real-logs"
@@ -51,11 +52,30 @@ class _Ticks:
         return 1_000_000.0 + self.reads
 
 
-def _outcome(files: list[Path], *, fast: bool, baseline: frozenset[str] | None = None) -> dict[str, Any]:
+def _feed_live(triage: Triage, path: Path, seed: int) -> None:
+    """The file's lines in batches of the sizes a follower's events carry, as the monitor feeds them."""
+    rng = random.Random(seed)
+    with path.open("rb") as fh:
+        lines = list(read_lines(fh))
+    line_no = 1
+    while line_no <= len(lines):
+        size = rng.choice([1, 3, 8, 9, 50, 200, 1000, 5000])
+        triage.feed(str(path), lines[line_no - 1 : line_no - 1 + size], first_line_no=line_no)
+        line_no += size
+
+
+def _outcome(
+    files: list[Path], *, fast: bool, baseline: frozenset[str] | None = None, live: bool = False
+) -> dict[str, Any]:
+    """The triage of ``files``: read as a file (``fast``: the chunked reader), or, ``live``, fed
+    in batches as a followed log is (``fast``: through the prefilter)."""
     clock = _Ticks()
-    triage = Triage(baseline=baseline, clock=clock)
-    for path in files:
-        feed_file(triage, path, fast=fast)
+    triage = Triage(baseline=baseline, clock=clock, sparse=fast)
+    for i, path in enumerate(files):
+        if live:
+            _feed_live(triage, path, seed=i)
+        else:
+            feed_file(triage, path, fast=fast)
     diagnosis = triage.diagnose("FAILED")
     return {
         "templates": sorted(triage.templates),
@@ -76,6 +96,10 @@ def _same(files: list[Path], baseline: frozenset[str] | None = None) -> dict[str
     fast = _outcome(files, fast=True, baseline=baseline)
     for key in slow:
         assert fast[key] == slow[key], key
+    live_slow = _outcome(files, fast=False, baseline=baseline, live=True)
+    live_fast = _outcome(files, fast=True, baseline=baseline, live=True)
+    for key in live_slow:
+        assert live_fast[key] == live_slow[key], f"live: {key}"
     return slow
 
 

@@ -389,3 +389,40 @@ def test_a_broken_stage_rule_names_the_file_and_the_entry(tmp_path: Path) -> Non
         _Rules(broken).stage_rules("sweep.stages")
     with pytest.raises(StageRulesError, match=r"stages.yaml: readiness.ready: missing"):
         _Rules(broken).pattern("readiness.ready")
+
+
+def _worker_changes(files: list[list[str]]) -> list[list[tuple[str, str | None, str, int]]]:
+    """Each list of lines read as one worker's log."""
+    out = []
+    for lines in files:
+        changes = StageTracker().feed("logs/node1_prefill_w0.out", lines, first_line_no=1)
+        out.append([(c.subject, c.old, c.new, c.line_no) for c in changes])
+    return out
+
+
+def test_the_worker_keyword_gate_loses_no_stage_on_real_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every worker line is skipped at once unless it holds a keyword (the fast path for the
+    # decode lines a serving log is mostly made of): on the real logs, the gate changes nothing.
+    import console.stages as stages
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    paths = sorted((data / "real-logs").glob("*.log")) + sorted((data / "real-srtctl").glob("*/logs/*.out"))
+    files = [p.read_text(encoding="utf-8", errors="replace").splitlines() for p in paths]
+    files.append(["Capture cuda graph begin. This can take up to several minutes.",
+                  "Capturing batches (bs=160 avail_mem=20.15 GB): 100%|#####| 23/23 [00:05<00:00,  4.51it/s]",
+                  "Capture cuda graph end. Time elapsed: 5.42 s. mem usage=1.12 GB. avail mem=19.03 GB."])  # fmt: skip
+    files.append(["INFO 05-02 10:00:01 model_runner.py:1530] Graph capturing finished in 12 secs, took 0.44 GiB"])
+    gated = _worker_changes(files)
+    stages_seen = {new for changes in gated for _, _, new, _ in changes}
+    assert {"capturing graphs", "graphs captured", "shards loaded", "server up", "ready"} <= stages_seen
+    for name in ("_WORKER_KEYS", "_LOADING_KEYS", "_GRAPH_KEYS"):
+        monkeypatch.setattr(stages, name, ("",))  # "" is in every line: no gate
+    assert _worker_changes(files) == gated
+
+
+def test_a_decode_line_is_skipped_by_the_gate() -> None:
+    import console.stages as stages
+
+    line = ("[2026-08-21 10:00:01 DP0 TP0] Decode batch. #running-req: 64, #token: 81234, token usage: 0.41, "
+            "cuda graph: True, gen throughput (token/s): 2345.67, #queue-req: 0")  # fmt: skip
+    assert not any(k in line for k in stages._WORKER_KEYS)
