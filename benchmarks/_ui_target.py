@@ -35,7 +35,9 @@ class OnAttempt(SrtConsole):
 
 def main() -> int:
     attempt_id = int(sys.argv[1])
-    OnAttempt(Session.open(None), attempt_id).run()
+    app = OnAttempt(Session.open(None), attempt_id)
+    app.settle_collector = True  # as `srt-console` runs it
+    app.run()
     return 0
 
 

@@ -442,7 +442,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         figures["peer_screen_at_end"] = screen_text(peer.last_text)
     first_minute = [kb for t, kb in rss if t <= 60] or [rss[0][1]]
     figures["rss_mb"] = {"first_minute": round(max(first_minute) / 1024, 1), "end": round(rss[-1][1] / 1024, 1),
-                         "max": round(max(kb for _, kb in rss) / 1024, 1), "samples": len(rss)}  # fmt: skip
+                         "max": round(max(kb for _, kb in rss) / 1024, 1), "samples": len(rss),
+                         "series": [(t, round(kb / 1024, 1)) for t, kb in rss]}  # fmt: skip
     return figures
 
 

@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 SETTLE_S = 20.0
 # benchmark.out's last characters kept to tell the point being measured.
 BENCH_TAIL_CHARS = 16 * 1024
+# The longest the log events of a burst are handled without letting the loop run others.
+SLICE_S = 0.01
 
 __all__ = [
     "SETTLE_S",
@@ -206,12 +208,18 @@ class Monitor:
         self._publish_diagnosis(view, [], force=True)
 
     async def _consume(self, cluster: str, follower: Follower) -> None:
+        yield_at = time.monotonic() + SLICE_S
         async for event in follower.events():
             try:
                 self._handle(cluster, event)
             except Exception as exc:
                 log.exception("log event of %s failed", cluster)
                 self._emit(TrackingError(cluster, f"log event: {type(exc).__name__}: {exc}"))
+            # Events already queued are taken without a pause: a burst of busy logs would hold
+            # the loop (and the operator's keys and the screen's frames) for its whole length.
+            if time.monotonic() >= yield_at:
+                await asyncio.sleep(0)
+                yield_at = time.monotonic() + SLICE_S
 
     def _handle(self, cluster: str, event: FollowEvent) -> None:
         from console.follow import AgentStatus, CandidatesEvent, LinesEvent, ResetEvent, ResultEvent, SkippedEvent

@@ -503,10 +503,11 @@ class Triage:
                  for i, _ in taken}  # fmt: skip
         update = TriageUpdate()
         tracker = self.tracker
-        tracker.feed(file, (), first_line_no=start)  # the worker is known from its file
+        changes = update.changes
+        changes.extend(tracker.feed(file, (), first_line_no=start))  # the worker is known from its file
         for i, _ in taken:  # the stage rules of the whole batch first, as feed applies them
-            update.changes.extend(tracker.feed(file, (texts[i],), first_line_no=start + i))
-        tracker.feed(file, (), first_line_no=start + len(raw_lines))
+            changes.extend(tracker.feed(file, (texts[i],), first_line_no=start + i))
+        changes.extend(tracker.feed(file, (), first_line_no=start + len(raw_lines)))
         self._fed(state, True)
         if state.stream is None:
             state.stream = self.matcher.stream()

@@ -53,6 +53,8 @@ from screens.messages import ReportsWorkerErrors
 
 FLUSH_S = 0.05
 """At most one refresh for arriving lines per this interval."""
+STRIP_CACHE = 400
+"""Rendered rows kept for reuse."""
 LOAD_WAIT_S = 10.0
 """How long a jump waits for the file's end to be read."""
 
@@ -141,7 +143,9 @@ class LogBody(ScrollView, can_focus=True):
         self.cursor_line_no: int | None = None
         self._rows: list[int] | None = None  # visible row -> buffer index; None: every line
         self._pattern: re.Pattern[str] | None = None
-        self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(maxsize=2000)
+        # A few screens of rows: each Strip holds its own caches (and the strips made from it),
+        # tens of objects the cyclic collector walks in every full collection.
+        self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(maxsize=STRIP_CACHE)
         self._flush_pending = False
         self._dirty = False
         self._last_flush = 0.0

@@ -52,16 +52,20 @@ class _Ticks:
         return 1_000_000.0 + self.reads
 
 
-def _feed_live(triage: Triage, path: Path, seed: int) -> None:
-    """The file's lines in batches of the sizes a follower's events carry, as the monitor feeds them."""
+def _feed_live(triage: Triage, path: Path, seed: int) -> list[tuple[str, str | None, str, int]]:
+    """The file's lines in batches of the sizes a follower's events carry, as the monitor feeds
+    them; the stage changes the batches tell (what the monitor publishes)."""
     rng = random.Random(seed)
     with path.open("rb") as fh:
         lines = list(read_lines(fh))
+    changes = []
     line_no = 1
     while line_no <= len(lines):
         size = rng.choice([1, 3, 8, 9, 50, 200, 1000, 5000])
-        triage.feed(str(path), lines[line_no - 1 : line_no - 1 + size], first_line_no=line_no)
+        update = triage.feed(str(path), lines[line_no - 1 : line_no - 1 + size], first_line_no=line_no)
+        changes += [(c.subject, c.old, c.new, c.line_no) for c in update.changes]
         line_no += size
+    return changes
 
 
 def _outcome(
@@ -71,9 +75,10 @@ def _outcome(
     in batches as a followed log is (``fast``: through the prefilter)."""
     clock = _Ticks()
     triage = Triage(baseline=baseline, clock=clock, sparse=fast)
+    changes = []
     for i, path in enumerate(files):
         if live:
-            _feed_live(triage, path, seed=i)
+            changes += _feed_live(triage, path, seed=i)
         else:
             feed_file(triage, path, fast=fast)
     diagnosis = triage.diagnose("FAILED")
@@ -88,6 +93,7 @@ def _outcome(
         "root": diagnosis.root_cause.id if diagnosis.root_cause else None,
         "snapshot": triage.snapshot("FAILED").as_dict(),
         "lines": [triage.lines_seen(str(p)) for p in files],
+        "changes": changes,
     }
 
 
