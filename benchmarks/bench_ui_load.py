@@ -371,26 +371,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 rss.append((round(now - started, 1), tree_rss_kb(ui.proc.pid)))
                 next_rss += 5
             probe += 1
-            # write -> finding, in turn: in srtctl monitor's shown worker log (under load), in the
-            # sweep log (quiet: srtctl's own), in another worker log
-            kind = ("busy", "quiet", "busy")[probe % 3]
-            target = (peer_file, sweep_log, names[probe % len(names)])[probe % 3]
-            before = ui.count or 0
-            word = f"qz{probe:06d}"
-            expected = f"findings: {before + 1} line"
-            ui.expect(expected)
-            watch_peer = peer is not None and target in (peer_file, sweep_log)
-            if watch_peer:
-                assert peer is not None
-                peer.expect(word)
-            line = f"[2026-12-01 10:00:02 DP0 TP0] {word} {FAILURES[probe % len(FAILURES)]}"
-            at = append_line(logs / target, line)
-            got = ui.seen(expected, 5.0)
-            finding[kind].append(None if got is None else got - at)
-            if watch_peer:
-                assert peer is not None
-                seen = peer.seen(word, max(0.0, at + 3.0 - time.monotonic()))
-                peer_finding[kind].append(None if seen is None else seen - at)
+            if not args.no_findings:
+                # write -> finding, in turn: in srtctl monitor's shown worker log (under load), in the
+                # sweep log (quiet: srtctl's own), in another worker log
+                kind = ("busy", "quiet", "busy")[probe % 3]
+                target = (peer_file, sweep_log, names[probe % len(names)])[probe % 3]
+                before = ui.count or 0
+                word = f"qz{probe:06d}"
+                expected = f"findings: {before + 1} line"
+                ui.expect(expected)
+                watch_peer = peer is not None and target in (peer_file, sweep_log)
+                if watch_peer:
+                    assert peer is not None
+                    peer.expect(word)
+                line = f"[2026-12-01 10:00:02 DP0 TP0] {word} {FAILURES[probe % len(FAILURES)]}"
+                at = append_line(logs / target, line)
+                got = ui.seen(expected, 5.0)
+                finding[kind].append(None if got is None else got - at)
+                if watch_peer:
+                    assert peer is not None
+                    seen = peer.seen(word, max(0.0, at + 3.0 - time.monotonic()))
+                    peer_finding[kind].append(None if seen is None else seen - at)
             if time.monotonic() < half:
                 # key -> frame: wrap on (then off, not timed), then the other worker log
                 ui.expect("· wrap")
@@ -454,6 +455,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds of load before measuring")
     parser.add_argument("--files", type=int, default=64)
     parser.add_argument("--rate", type=int, default=1000, help="lines a second appended to each file")
+    parser.add_argument("--no-findings", action="store_true", help="no failure lines: keys and appends only")
     parser.add_argument("--every", type=float, default=1.0, help="seconds between probe rounds")
     parser.add_argument("--srtctl", default=CLUSTER_SRTCTL, help="--transport ssh: srtctl on the login node")
     parser.add_argument("--peer-python", default=PEER_PYTHON, help="--transport local: python with srtctl")
