@@ -56,7 +56,8 @@ install_srtctl() {
     log "$(elapsed)s  installing srtctl into $SRT_SLURM"
     rm -rf "$SRT_SLURM"
     install -d -o "$TEST_USER" -g "$TEST_USER" -m 0755 "$SRT_SLURM"
-    as_user tar -xzf "$TARBALL" -C "$SRT_SLURM" --strip-components=1
+    # Read here, unpacked as the user: the user may not be able to reach the checkout's path.
+    as_user tar -xzf - -C "$SRT_SLURM" --strip-components=1 <"$TARBALL"
     as_user "$PY" -m venv "$SRT_SLURM/.venv"
     as_user env HOME="$HOME_DIR" "$SRT_SLURM/.venv/bin/pip" install -q --disable-pip-version-check -e "$SRT_SLURM" uv
     # What `make setup` downloads, from this machine's packages instead: nats-server and etcd
@@ -119,7 +120,8 @@ EOF
     log "$(elapsed)s  srtctl installed in $SRT_SLURM"
 }
 # Each part is redone when its inputs or its own code change (its stamp is their hash).
-want=$( (sha256sum "$TARBALL"; declare -f install_srtctl) | sha256sum | cut -d' ' -f1)
+# (The tarball's content, not its path: every checkout of the project has its own.)
+want=$( (sha256sum <"$TARBALL"; declare -f install_srtctl) | sha256sum | cut -d' ' -f1)
 if ! stamp_ok "$SRT_SLURM/.srt-console-stack" "$want"; then
     install_srtctl
     printf '%s\n' "$want" | as_user tee "$SRT_SLURM/.srt-console-stack" >/dev/null
