@@ -254,9 +254,8 @@ def _stored_sweep(tmp_path: Path) -> tuple[Engine, int]:
     return engine, sweep
 
 
-def test_results_screen_snapshot(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    engine, sweep = _stored_sweep(tmp_path)
-    app = make_app([DEMO], engine=engine)
+def _open_results(sweep: int):  # type: ignore[no-untyped-def]
+    """A run_before that opens the sweep's results screen and waits for its last point."""
 
     async def open_results(pilot) -> None:  # type: ignore[no-untyped-def]
         await pilot.app.push_screen(ResultsScreen(pilot.app.session, sweep))
@@ -264,6 +263,15 @@ def test_results_screen_snapshot(snap_compare, tmp_path: Path) -> None:  # type:
         await wait_for(pilot, lambda: screen.loaded)
         await wait_for(pilot, lambda: str(screen.table(1).get_cell("16", "status")) == "done")
         await pilot.pause()
+
+    return open_results
+
+
+def test_results_screen_snapshot(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    engine, sweep = _stored_sweep(tmp_path)
+    app = make_app([DEMO], engine=engine)
+
+    open_results = _open_results(sweep)
 
     assert snap_compare(app, terminal_size=(160, 36), run_before=open_results)
 
@@ -273,11 +281,6 @@ def test_results_screen_at_80x24(snap_compare, tmp_path: Path) -> None:  # type:
     engine, sweep = _stored_sweep(tmp_path)
     app = make_app([DEMO], engine=engine)
 
-    async def open_results(pilot) -> None:  # type: ignore[no-untyped-def]
-        await pilot.app.push_screen(ResultsScreen(pilot.app.session, sweep))
-        screen = pilot.app.screen
-        await wait_for(pilot, lambda: screen.loaded)
-        await wait_for(pilot, lambda: str(screen.table(1).get_cell("16", "status")) == "done")
-        await pilot.pause()
+    open_results = _open_results(sweep)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=open_results)
