@@ -21,6 +21,7 @@ import bisect
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from itertools import accumulate
 from pathlib import PurePosixPath
 from typing import ClassVar
 
@@ -156,8 +157,9 @@ class LogBody(ScrollView, can_focus=True):
         self._rows_before = 0  # rows before the window's front was trimmed
         self._end_check = False
         self.wrap = False
-        self._wrapped: list[tuple[int, int]] | None = None  # wrapped row -> (row, piece)
-        self._wrap_first: list[int] = []  # row -> its first wrapped row
+        # Wrapping on: row -> its first wrapped row, and a last entry, the count of wrapped rows.
+        # It grows with the appended rows; anything else that changes the rows starts it over.
+        self._wrap_first: list[int] | None = None
         self._wrap_width = 0
 
     # ------------------------------------------------------------------ data in
@@ -277,8 +279,8 @@ class LogBody(ScrollView, can_focus=True):
 
     @property
     def row_count(self) -> int:
-        if self._wrapped is not None:
-            return len(self._wrapped)
+        if self._wrap_first is not None:
+            return self._wrap_first[-1]
         return self._base_count()
 
     def _base_count(self) -> int:
@@ -305,22 +307,32 @@ class LogBody(ScrollView, can_focus=True):
         return max(10, self.size.width - self._gutter_width() - 2)
 
     def _rewrap(self) -> None:
+        """Bring the wrapped rows up to date: only the rows appended since the last call are
+        measured (a followed log under load is re-wrapped a few lines at a time, not whole)."""
         buf = self.current_buffer
         if not self.wrap or buf is None:
-            self._wrapped = None
-            self._wrap_first = []
+            self._wrap_first = None
             return
         width = self._text_width()
-        wrapped: list[tuple[int, int]] = []
-        first: list[int] = []
-        for row in range(self._base_count()):
-            i = row if self._rows is None else self._rows[row]
-            first.append(len(wrapped))
-            pieces = max(1, -(-len(buf.lines[i]) // width))
-            wrapped.extend((row, piece) for piece in range(pieces))
-        self._wrapped = wrapped
-        self._wrap_first = first
-        self._wrap_width = width
+        count = self._base_count()
+        first = self._wrap_first
+        if first is None or width != self._wrap_width or len(first) - 1 > count:
+            first = self._wrap_first = [0]
+            self._wrap_width = width
+        done = len(first) - 1
+        if done < count:
+            lines = buf.lines
+            indices = range(done, count) if self._rows is None else self._rows[done:count]
+            sums = accumulate((-(-len(lines[i]) // width) or 1 for i in indices), initial=first[-1])
+            next(sums)
+            first.extend(sums)
+
+    def _unwrap_row(self, row: int) -> tuple[int, int]:
+        """A wrapped row as (row, piece of its line)."""
+        first = self._wrap_first
+        assert first is not None
+        base = bisect.bisect_right(first, row) - 1
+        return base, row - first[base]
 
     def show(self, file: str) -> None:
         if file == self.current:
@@ -340,6 +352,7 @@ class LogBody(ScrollView, can_focus=True):
         return not self.filter_text or self.filter_text in buf.lines[i].lower()
 
     def _recompute_rows(self) -> None:
+        self._wrap_first = None  # the rows change: wrapped again at the next size update
         buf = self.current_buffer
         if buf is None or not (self.filter_text or self.findings_only):
             self._rows = None
@@ -429,9 +442,9 @@ class LogBody(ScrollView, can_focus=True):
 
     def row_of(self, line_no: int) -> int | None:
         row = self._base_row_of(line_no)
-        if row is None or self._wrapped is None:
+        if row is None or self._wrap_first is None:
             return row
-        return self._wrap_first[row] if row < len(self._wrap_first) else None
+        return self._wrap_first[row] if row < len(self._wrap_first) - 1 else None
 
     def _base_row_of(self, line_no: int) -> int | None:
         buf = self.current_buffer
@@ -449,8 +462,8 @@ class LogBody(ScrollView, can_focus=True):
         buf = self.current_buffer
         if buf is None or not 0 <= row < self.row_count:
             return None
-        if self._wrapped is not None:
-            row = self._wrapped[row][0]
+        if self._wrap_first is not None:
+            row = self._unwrap_row(row)[0]
         i = row if self._rows is None else self._rows[row]
         return buf.first_line_no + i
 
@@ -546,7 +559,7 @@ class LogBody(ScrollView, can_focus=True):
         buf = self.current_buffer
         if line_no is None or buf is None:
             return Strip.blank(width, base)
-        piece = self._wrapped[scroll_y + y][1] if self._wrapped is not None else None
+        piece = self._unwrap_row(scroll_y + y)[1] if self._wrap_first is not None else None
         strip = self._line_strip(buf, line_no, base, piece)
         return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, scroll_y + y)
 
