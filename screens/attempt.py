@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header, Input, Static
 
 from console.describe import shown
 from console.diagnosis import Diagnosis, FindingGroup, Observation
@@ -55,10 +55,13 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         Binding("c", "cancel", "Cancel job"),
         Binding("n", "next_finding(1)", "Next finding"),
         Binding("N", "next_finding(-1)", "Prev finding", show=False),
-        Binding("slash", "prompt('search')", "Search"),
+        # Keys that open the log's prompt are taken as they arrive (priority), so that the prompt
+        # has the focus for the keys typed after them: a terminal read brings `f` and the filter's
+        # text at once, and keys already routed to the log would be its bindings, not text.
+        Binding("slash", "prompt('search')", "Search", priority=True),
         Binding("m", "next_match(1)", "Next match"),
         Binding("M", "next_match(-1)", "Prev match", show=False),
-        Binding("f", "prompt('filter')", "Filter"),
+        Binding("f", "prompt('filter')", "Filter", priority=True),
         Binding("F", "findings_only", "Findings only"),
         Binding("right_square_bracket", "cycle_file(1)", "Next file"),
         Binding("left_square_bracket", "cycle_file(-1)", "Prev file", show=False),
@@ -66,7 +69,7 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
         Binding("o", "older", "Older lines"),
         Binding("t", "follow", "Follow tail"),
         Binding("w", "wrap", "Wrap"),
-        Binding("colon,g", "prompt('line')", "Go to line"),
+        Binding("colon,g", "prompt('line')", "Go to line", priority=True),
         Binding("V", "pager", "$PAGER"),
         Binding("y", "copy_line", "Copy line", show=False),
         Binding("Y", "copy_path", "Copy path", show=False),
@@ -244,6 +247,10 @@ class AttemptScreen(ReportsWorkerErrors, Screen[None]):
 
     def action_next_finding(self, step: int) -> None:
         self.log_view.next_finding(step)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # In a text field the prompt's keys are text (priority bindings come first otherwise).
+        return not (action == "prompt" and isinstance(self.focused, Input))
 
     def action_prompt(self, mode: str) -> None:
         self.log_view.open_prompt(mode)

@@ -884,12 +884,14 @@ class LogView(ReportsWorkerErrors, Vertical):
         }[mode]
         prompt.value = {"search": self.body.search, "filter": self.body.filter_text}.get(mode, "")
         prompt.add_class("-open")
-        prompt.focus()
+        # Focused now, not after the queued messages (what `focus()` does): keys typed ahead
+        # of the prompt (one terminal read, a busy screen) are its text, not the log's bindings.
+        self.screen.set_focus(prompt)
 
     def close_prompt(self) -> None:
         self.query_one(_Prompt).remove_class("-open")
         self._prompt_mode = None
-        self.body.focus()
+        self.screen.set_focus(self.body)
 
     @on(Input.Changed, "#log-prompt")
     def _prompt_changed(self, event: Input.Changed) -> None:

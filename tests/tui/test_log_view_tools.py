@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual import events
+
 from console.engine import Engine
 from console.scheduler import JobState
 from screens.app import make_app
@@ -88,3 +90,27 @@ async def test_wrap_and_the_newest_line_in_follow_mode(engine: Engine, tmp_path:
         await wait_for(pilot, lambda: screen.maximized is view)
         await pilot.press("z")
         await wait_for(pilot, lambda: screen.maximized is None)
+
+
+async def test_keys_typed_ahead_go_to_the_prompt_they_follow(engine: Engine, tmp_path: Path) -> None:  # noqa: F811
+    """A terminal delivers what was typed in one read: `f` then the filter's text arrive together
+    (a busy screen, a fast typist, a paste). The text is the prompt's, not keys of the log's
+    bindings (`c` would ask to cancel the job, `y` copy a line, `/` open the search)."""
+    out = _job(tmp_path, LINES)
+    attempt = finished_attempt(engine, out, "8801", JobState.COMPLETED)
+    app = make_app([], engine=engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.monitor is not None)
+        screen = await open_attempt(app, attempt.id)
+        view = screen.query_one(LogView)
+        await wait_for(pilot, lambda: view.body.row_count == 200)
+        driver = app._driver
+        assert driver is not None
+        names = {" ": "space", "/": "slash"}
+        for key, char in [*((names.get(c, c), c) for c in "fready f/g cy"), ("enter", "\r")]:
+            event = events.Key(key, char)
+            event.set_sender(app)
+            driver.send_message(event)  # as the terminal's reader does: no pause between keys
+        await wait_for(pilot, lambda: view.body.filter_text == "ready f/g cy" and view.body.has_focus)
+        assert app.screen is screen  # no dialog was opened by the typed text
+        assert app.clipboard == ""
