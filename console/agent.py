@@ -71,7 +71,7 @@ except ImportError:  # pragma: no cover - Python 2 is not supported; this keeps 
 
 PROTOCOL = 1
 
-POLL_S = 0.1  # how often a changing file is checked
+POLL_S = 0.05  # how often a changing file is checked (the agent's share of write -> finding)
 # The main loop sleeps POLL_S between rounds; a file is due again a little earlier, so that
 # every round looks at it (and not every other one).
 POLL_SLACK = 0.5
