@@ -118,6 +118,28 @@ class CatalogError(ValueError):
     """The catalog cannot be used. The message names the file, the entry and the field."""
 
 
+class LazyRegex:
+    """A bundled catalog regex, compiled at its first search: a line is tried only against the
+    signatures its keywords select, and compiling all of the catalog's regexes took longer than
+    a scan of 100 MB of a healthy log. The bundled regexes are compiled and tried by the
+    project's tests; an operator's are compiled when read (a bad one has a clear message)."""
+
+    __slots__ = ("flags", "pattern", "search")
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self.search: Callable[..., re.Match[str] | None] = self._first_search
+
+    def _first_search(self, string: str, *args: int) -> re.Match[str] | None:
+        self.search = re.compile(self.pattern, self.flags).search  # from now on, the regex's own
+        return self.search(string, *args)
+
+
+Regex = re.Pattern[str] | LazyRegex
+"""A catalog regex: compiled (an operator's) or compiled when first used (the bundled ones)."""
+
+
 @dataclass(frozen=True)
 class Signature:
     """One catalog entry, with its regexes compiled."""
@@ -127,13 +149,13 @@ class Signature:
     category: str
     severity: str
     hint: str
-    patterns: tuple[re.Pattern[str], ...]
-    wrapper_patterns: tuple[re.Pattern[str], ...] = ()
+    patterns: tuple[Regex, ...]
+    wrapper_patterns: tuple[Regex, ...] = ()
     keywords: tuple[str, ...] = ()
-    exclude: re.Pattern[str] | None = None
+    exclude: Regex | None = None
     wrapper: bool = False
     priority: int = DEFAULT_PRIORITY
-    frames: re.Pattern[str] | None = None
+    frames: Regex | None = None
     # A failure of the cluster's setup or of the recipe itself: every rerun fails the same way,
     # however many workers it reached.
     deterministic: bool = False
@@ -214,7 +236,7 @@ def load_catalog(*paths: str | Path) -> Catalog:
     sources = tuple(Path(p) for p in paths) if paths else (bundled_catalog_path(),)
     catalog = Catalog(signatures=())
     for source in sources:
-        signatures, ctx = _load_file(source)
+        signatures, ctx = _load_file(source, lazy=not paths)
         catalog = merge_catalog(catalog, signatures, ctx, source)
     return catalog
 
@@ -242,15 +264,19 @@ def read_catalog_document(path: Path) -> object:
         raise CatalogError(f"{path}: not valid YAML: {exc}") from None
 
 
-def _load_file(path: Path) -> tuple[list[Signature], list[re.Pattern[str]]]:
-    signatures, context, problems = parse_catalog_document(read_catalog_document(path), str(path))
+def _load_file(path: Path, *, lazy: bool = False) -> tuple[list[Signature], list[re.Pattern[str]]]:
+    signatures, context, problems = parse_catalog_document(read_catalog_document(path), str(path), lazy=lazy)
     if problems:
         raise CatalogError(problems[0])
     return signatures, context
 
 
 def parse_catalog_document(
-    data: object, where: str, line_of: Callable[[tuple[str | int, ...]], int | None] | None = None
+    data: object,
+    where: str,
+    line_of: Callable[[tuple[str | int, ...]], int | None] | None = None,
+    *,
+    lazy: bool = False,
 ) -> tuple[list[Signature], list[re.Pattern[str]], list[str]]:
     """A catalog document's signatures and context patterns, and a message per problem. A
     document-level problem leaves nothing; a bad entry is left out with its message (``where``
@@ -273,7 +299,9 @@ def parse_catalog_document(
         context = [_compile(p, 0, f"{where}: context pattern #{i + 1}") for i, p in enumerate(raw_context)]
     except CatalogError as exc:
         return [], [], [str(exc)]
-    signatures, problems = parse_entries(entries, where, line_of, key=("signatures",), context=tuple(context))
+    signatures, problems = parse_entries(
+        entries, where, line_of, key=("signatures",), context=tuple(context), lazy=lazy
+    )
     return signatures, context, problems
 
 
@@ -284,6 +312,7 @@ def parse_entries(
     *,
     key: tuple[str | int, ...] = ("signatures",),
     context: tuple[re.Pattern[str], ...] = (),
+    lazy: bool = False,
 ) -> tuple[list[Signature], list[str]]:
     """Catalog entries validated one by one (regexes compiled, examples matched, benign lines
     not): the good ones, and a message naming the file, line, entry and field of each bad one."""
@@ -294,7 +323,7 @@ def parse_entries(
         line = line_of((*key, index - 1)) if line_of is not None else None
         label = f"{where}:{line}" if line else where
         try:
-            sig = _parse_entry(label, index, entry)
+            sig = _parse_entry(label, index, entry, lazy=lazy)
             if sig.id in seen:
                 raise CatalogError(f"{label}: signature #{index} ({sig.id!r}): field 'id': duplicate id")
             _check_examples(sig, entry, f"{label}: signature #{index} ({sig.id!r})", context)
@@ -336,7 +365,7 @@ def _lines_field(entry: dict[str, object], name: str, where: str) -> list[str]:
     return list(items)
 
 
-def _parse_entry(path: str | Path, index: int, entry: object) -> Signature:
+def _parse_entry(path: str | Path, index: int, entry: object, *, lazy: bool = False) -> Signature:
     where = f"{path}: signature #{index}"
     if not isinstance(entry, dict):
         raise CatalogError(f"{where}: must be a mapping, not {type(entry).__name__}")
@@ -384,18 +413,20 @@ def _parse_entry(path: str | Path, index: int, entry: object) -> Signature:
     if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 1000:
         raise CatalogError(f"{where}: field 'priority' must be an integer from 0 to 1000, not {priority!r}")
 
-    patterns = _compile_list(entry["regex"], flags, f"{where}: field 'regex'") if entry.get("regex") is not None else ()
+    patterns = (
+        _compile_list(entry["regex"], flags, f"{where}: field 'regex'", lazy) if entry.get("regex") is not None else ()
+    )
     wrapper_patterns = (
-        _compile_list(entry["wrapper_regex"], flags, f"{where}: field 'wrapper_regex'")
+        _compile_list(entry["wrapper_regex"], flags, f"{where}: field 'wrapper_regex'", lazy)
         if entry.get("wrapper_regex") is not None
         else ()
     )
     exclude = None
     if entry.get("exclude") is not None:
-        exclude = _compile(entry["exclude"], flags, f"{where}: field 'exclude'")
+        exclude = _regex(entry["exclude"], flags, f"{where}: field 'exclude'", lazy)
     frames = None
     if entry.get("frames") is not None:
-        frames = _compile(entry["frames"], flags, f"{where}: field 'frames'")
+        frames = _regex(entry["frames"], flags, f"{where}: field 'frames'", lazy)
 
     raw_keywords = entry.get("keywords", [])
     if isinstance(raw_keywords, str):
@@ -424,11 +455,17 @@ def _parse_entry(path: str | Path, index: int, entry: object) -> Signature:
     )
 
 
-def _compile_list(value: object, flags: int, where: str) -> tuple[re.Pattern[str], ...]:
+def _compile_list(value: object, flags: int, where: str, lazy: bool = False) -> tuple[Regex, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
         raise CatalogError(f"{where} must be a regex or a non-empty list of regexes")
-    return tuple(_compile(item, flags, f"{where} #{i + 1}") for i, item in enumerate(items))
+    return tuple(_regex(item, flags, f"{where} #{i + 1}", lazy) for i, item in enumerate(items))
+
+
+def _regex(value: object, flags: int, where: str, lazy: bool) -> Regex:
+    if lazy and isinstance(value, str) and value:
+        return LazyRegex(value, flags)
+    return _compile(value, flags, where)
 
 
 def _compile(value: object, flags: int, where: str) -> re.Pattern[str]:

@@ -83,6 +83,10 @@ def test_catalog_entries_carry_the_fields_triage_needs(matcher: Matcher) -> None
         for pattern in (*sig.patterns, *sig.wrapper_patterns):
             # Bounded gaps only: an unbounded `.*`/`.+` invites slow backtracking.
             assert not re.search(r"(?<!\\)\.[*+]", pattern.pattern), (sig.id, pattern.pattern)
+        # The bundled regexes are compiled when first used: each one compiles.
+        for pattern in (*sig.patterns, *sig.wrapper_patterns, sig.exclude, sig.frames):
+            if pattern is not None:
+                re.compile(pattern.pattern, pattern.flags)
 
 
 def test_example_categories_and_severities_are_kept(matcher: Matcher) -> None:
@@ -562,3 +566,18 @@ def test_signature_without_keywords_is_still_tried(tmp_path: Path) -> None:
 def test_core_module_does_not_import_textual() -> None:
     code = "import sys, console.signatures; sys.exit('textual' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_a_bundled_regex_is_compiled_at_its_first_search_and_an_operators_when_read(tmp_path: Path) -> None:
+    sig = signatures.bundled_catalog().signatures[0]
+    lazy = sig.patterns[0]
+    assert isinstance(lazy, signatures.LazyRegex)
+    assert lazy.search("no such failure here") is None
+    assert lazy.search == re.compile(lazy.pattern, lazy.flags).search  # the regex's own from now on
+    bad = tmp_path / "mine.yaml"
+    bad.write_text(
+        "signatures:\n- id: mine\n  title: t\n  category: runtime\n  severity: error\n  hint: h\n"
+        "  keywords: [boom]\n  regex: 'boom ('\n"
+    )
+    with pytest.raises(signatures.CatalogError, match="invalid regex"):
+        signatures.load_catalog(bad)
