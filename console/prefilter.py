@@ -14,9 +14,15 @@ prefilter of :mod:`console.agent` runs over the lowercased chunk.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import hashlib
+import os
+import platform
 import re
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Final
 
 from console.agent import keyword_gates
@@ -51,8 +57,7 @@ class LineFilter:
         words = {w.lower() for w in literals if w}
         # A non-ASCII literal can only be in a line holding non-ASCII bytes: taken anyway.
         words = {w for w in words if w.isascii()}
-        # A literal that contains another one adds nothing.
-        self.words: tuple[str, ...] = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
+        self.words: tuple[str, ...] = _minimal(words)
         # Regexes that take a line when it starts with them (ASCII, matched in any case by the fallback).
         self.line_starts: tuple[bytes, ...] = tuple(line_starts)
         self._dbs: tuple[Any, ...] = ()
@@ -122,7 +127,93 @@ def _find_lines(pattern: re.Pattern[bytes], data: bytes, pos: int, inside: list[
         pos = end + 1
 
 
+def _minimal(words: set[str]) -> tuple[str, ...]:
+    """The words that contain no other one (a literal that contains another adds nothing), sorted:
+    each word is looked for once in all of them, joined."""
+    ordered = sorted(w for w in words if "\n" not in w)  # no line holds a newline
+    text = "\n".join(ordered)
+    starts = []
+    at = 0
+    for word in ordered:
+        starts.append(at)
+        at += len(word) + 1
+    redundant: set[int] = set()
+    for word in ordered:
+        pos = text.find(word)
+        while pos >= 0:
+            holder = bisect.bisect_right(starts, pos) - 1
+            if ordered[holder] != word:
+                redundant.add(holder)
+            pos = text.find(word, pos + 1)
+    return tuple(word for i, word in enumerate(ordered) if i not in redundant)
+
+
+_CACHE_MAGIC: Final = b"srt-console prefilter 1\n"
+
+
+def _cache_path(words: tuple[str, ...], line_starts: tuple[bytes, ...]) -> Path:
+    """Where the compiled databases of these literals are kept: in the user's cache folder,
+    named by what they were built from (and the hyperscan release that built them)."""
+    assert _hs is not None
+    # A database is built for one CPU: a home shared by hosts of another kind gets its own file.
+    built_by = (getattr(_hs, "__version__", ""), platform.machine())
+    digest = hashlib.sha256(repr((built_by, words, line_starts)).encode()).hexdigest()[:32]
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "srt-console" / "prefilter" / f"{digest}.hsdb"
+
+
+def _load_databases(path: Path) -> tuple[Any, ...] | None:
+    """The databases saved at ``path``, or None (missing, truncated, from another build)."""
+    assert _hs is not None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(_CACHE_MAGIC):
+        return None
+    pos = len(_CACHE_MAGIC)
+    databases = []
+    try:
+        while pos < len(data):
+            size = int.from_bytes(data[pos : pos + 8], "big")
+            blob = data[pos + 8 : pos + 8 + size]
+            if size == 0 or len(blob) != size:
+                return None
+            db = _hs.loadb(blob, _hs.HS_MODE_BLOCK)
+            db.scratch = _hs.Scratch(db)
+            databases.append(db)
+            pos += 8 + size
+    except Exception:  # whatever a damaged file (or another release's) makes hyperscan say: build again
+        return None
+    return tuple(databases) or None
+
+
+def _save_databases(path: Path, databases: tuple[Any, ...]) -> None:
+    """Keep the databases for the next run; a cache that cannot be written is only slower."""
+    assert _hs is not None
+    data = _CACHE_MAGIC + b"".join(len(b).to_bytes(8, "big") + b for b in (_hs.dumpb(db) for db in databases))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)  # whole or not at all, for a reader at the same time
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
 def _compile_hyperscan(words: tuple[str, ...], line_starts: tuple[bytes, ...]) -> tuple[Any, ...]:
+    """The databases for these literals: read from the cache when an earlier run built them
+    (building takes longer than scanning 20 MB), else built and kept there."""
+    path = _cache_path(words, line_starts)
+    databases = _load_databases(path)
+    if databases is None:
+        databases = _build_hyperscan(words, line_starts)
+        _save_databases(path, databases)
+    return databases
+
+
+def _build_hyperscan(words: tuple[str, ...], line_starts: tuple[bytes, ...]) -> tuple[Any, ...]:
     """One database for the literals (and the line starts), one for the bytes that are not plain
     text: built apart, they compile in a fraction of the time they take together."""
     assert _hs is not None

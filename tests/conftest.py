@@ -45,3 +45,10 @@ def real_srtctl() -> Path:
             pytest.fail(reason)
         pytest.skip(reason)
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """What the console keeps in the user's cache folder (the prefilter's databases) goes to a
+    folder of this run, for the programs the tests start too."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
