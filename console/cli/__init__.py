@@ -66,8 +66,6 @@ def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
     JSON_ERRORS.set(bool(getattr(args, "json", False)))
     if args.config and not Path(args.config).expanduser().is_file():
         return fail(f"--config {args.config}: no such config file", code=EXIT_USAGE)
-    from console.store import StoreError
-
     try:
         if args.command in COMMANDS:
             module, name = COMMANDS[args.command]
@@ -76,15 +74,19 @@ def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
             )
             return handler(args)
         return _tui(args, ui)
-    except StoreError as exc:
-        # A full disk, a locked or read-only store...: the cause, never a traceback.
-        return fail(str(exc))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         # `srt-console status | head`: the reader left; that is not an error.
         sys.stderr.close()
         return 0
+    except Exception as exc:
+        # A full disk, a locked or read-only store...: the cause, never a traceback. (Only a
+        # command that opened the store can meet its errors: `scan` does not import it.)
+        store = sys.modules.get("console.store")
+        if store is not None and isinstance(exc, store.StoreError):
+            return fail(str(exc))
+        raise
 
 
 if __name__ == "__main__":

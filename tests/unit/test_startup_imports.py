@@ -1,6 +1,7 @@
 """What a command imports is what it uses: `--help` is argparse and the console's version, and
 `status` reads the store and asks the schedulers without SSH, the UI, the recipe loader or the
-failure catalog (each a fresh interpreter, as an operator runs them)."""
+failure catalog, `scan` triages without the store (each a fresh interpreter, as an operator runs
+them)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,16 @@ def test_status_imports_only_what_tracking_uses(tmp_path: Path) -> None:
     modules = imported(["status", "--json"], env=env, cwd=tmp_path)
     assert "console.cli.jobs_cmd" in modules and "sqlite3" in modules  # it did run
     assert [name for name in NOT_FOR_STATUS if loaded(modules, name)] == []
+
+
+def test_scan_imports_the_triage_and_not_the_store(tmp_path: Path) -> None:
+    log = tmp_path / "worker.out"
+    log.write_text("[2026-12-01 10:00:01] Decode batch. #running-req: 64\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SRT_CONSOLE_DATA": str(tmp_path / "data"),
+           "SRT_CONSOLE_CONFIG": str(tmp_path / "none.yaml"), "PYTHONPATH": str(ROOT)}  # fmt: skip
+    modules = imported(["scan", "--json", str(log)], env=env, cwd=tmp_path)
+    assert "console.triage" in modules  # it did run
+    assert [name for name in ("sqlite3", "console.store", "asyncssh", "textual") if loaded(modules, name)] == []
 
 
 @pytest.mark.parametrize(
