@@ -36,16 +36,14 @@ class DiagnosisBanner(Static, can_focus=True):
         super().__init__("", id=id)
         self.diagnosis: Diagnosis | None = None
         self.cancellable = False
+        self._shown: tuple[str | None, Text] | None = None
 
     def show(self, diagnosis: Diagnosis | None, *, cancellable: bool, nodes: int | None = None) -> None:
         self.diagnosis = diagnosis
         self.cancellable = cancellable
-        for cls in VERDICT_CLASSES.values():
-            self.remove_class(cls)
         if diagnosis is None:
-            self.update(Text("no diagnosis yet: waiting for log lines", "italic"))
+            self._show(None, Text("no diagnosis yet: waiting for log lines", "italic"))
             return
-        self.add_class(VERDICT_CLASSES.get(diagnosis.verdict, "-failed"))
         text = Text(no_wrap=False)
         text.append(f" {diagnosis.verdict.upper()} ", "bold reverse")
         root = diagnosis.root_cause
@@ -76,6 +74,19 @@ class DiagnosisBanner(Static, can_focus=True):
             # The catalog's hint is shown with the findings; the banner keeps to what to do.
             advice = diagnosis.advice.split(". Hint: ", 1)[0]
             text.append(f"\n  {advice}")
+        self._show(VERDICT_CLASSES.get(diagnosis.verdict, "-failed"), text)
+
+    def _show(self, verdict_class: str | None, text: Text) -> None:
+        """Update only on a change: the banner's height follows its text, so each update is a
+        layout pass of the screen (a busy job's findings arrive many times a second)."""
+        if (verdict_class, text) == self._shown:
+            return
+        self._shown = (verdict_class, text)
+        for cls in VERDICT_CLASSES.values():
+            if cls != verdict_class:
+                self.remove_class(cls)
+        if verdict_class is not None:
+            self.add_class(verdict_class)
         self.update(text)
 
 
@@ -160,6 +171,7 @@ class FindingsPanel(Vertical):
         self.matcher = matcher or default_matcher()
         self.rows: dict[str, FindingRow] = {}
         self._root: str | None = None
+        self._hint: Text | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("findings", id="findings-title")
@@ -179,6 +191,9 @@ class FindingsPanel(Vertical):
         reorder = root != self._root
         self._root = root
         for row in rows:
+            old = self.rows.get(row.key)
+            if old == row:
+                continue  # most rows stay as they are while one group grows
             cells: dict[str, object] = {
                 "sev": Text(row.severity, self._severity_style(row.severity)),
                 "count": Text(str(row.count), justify="right"),
@@ -186,12 +201,11 @@ class FindingsPanel(Vertical):
                 "first at": Text(_where(row.first)),
                 "worker": Text(row.worker),
             }
-            old = self.rows.get(row.key)
             self.rows[row.key] = row
             if old is None:
                 table.add_row(*cells.values(), key=row.key)
                 reorder = True
-            elif old != row:
+            else:
                 for column, value in cells.items():
                     table.update_cell(row.key, column, value, update_width=True)
         if reorder and len(rows) > 1:
@@ -220,7 +234,9 @@ class FindingsPanel(Vertical):
         text = Text(f"{row.title}", "bold")
         text.append(f" (first at {_where(row.first)}): ", "italic")
         text.append(hint)
-        self.query_one("#finding-hint", Static).update(text)
+        if text != self._hint:  # the same hint again: no layout pass (its height follows its text)
+            self._hint = text
+            self.query_one("#finding-hint", Static).update(text)
 
     def highlighted(self) -> FindingRow | None:
         table: DataTable[object] = self.query_one(DataTable)

@@ -76,6 +76,7 @@ class WorkersPanel(Vertical):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.shown: dict[str, str] = {}  # worker -> stage shown
+        self._rows: dict[str, WorkerRow] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("workers", id="workers-title")
@@ -98,6 +99,9 @@ class WorkersPanel(Vertical):
         self.query_one("#workers-title", Static).update(title, layout=False)  # one row, always
         table: DataTable[object] = self.query_one(DataTable)
         for row in worker_rows(snapshot):
+            if self._rows.get(row.worker) == row:
+                continue  # as shown
+            self._rows[row.worker] = row
             stage = Text(f" {row.stage.value} ", self._stage_style(row.stage))
             if row.stage is WorkerStage.FAILED and row.failure:
                 stage.append(f" {row.failure}" + (f":{row.failure_line}" if row.failure_line else ""))
