@@ -151,14 +151,21 @@ def _minimal(words: set[str]) -> tuple[str, ...]:
 _CACHE_MAGIC: Final = b"srt-console prefilter 1\n"
 
 
-def _cache_path(words: tuple[str, ...], line_starts: tuple[bytes, ...]) -> Path:
+_CACHE_FILES: Final = 16  # databases kept at most (an operator's catalog edits each make one)
+
+
+def _cache_path(words: tuple[str, ...], line_starts: tuple[bytes, ...]) -> Path | None:
     """Where the compiled databases of these literals are kept: in the user's cache folder,
-    named by what they were built from (and the hyperscan release that built them)."""
+    named by what they were built from (and the hyperscan release that built them); None
+    without a home."""
     assert _hs is not None
     # A database is built for one CPU: a home shared by hosts of another kind gets its own file.
     built_by = (getattr(_hs, "__version__", ""), platform.machine())
     digest = hashlib.sha256(repr((built_by, words, line_starts)).encode()).hexdigest()[:32]
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except RuntimeError:  # no $HOME and no passwd entry
+        return None
     return Path(base) / "srt-console" / "prefilter" / f"{digest}.hsdb"
 
 
@@ -200,16 +207,22 @@ def _save_databases(path: Path, databases: tuple[Any, ...]) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        return
+    with contextlib.suppress(OSError):  # the oldest go
+        kept = sorted(path.parent.glob("*.hsdb"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in kept[_CACHE_FILES:]:
+            old.unlink()
 
 
 def _compile_hyperscan(words: tuple[str, ...], line_starts: tuple[bytes, ...]) -> tuple[Any, ...]:
     """The databases for these literals: read from the cache when an earlier run built them
     (building takes longer than scanning 20 MB), else built and kept there."""
     path = _cache_path(words, line_starts)
-    databases = _load_databases(path)
+    databases = _load_databases(path) if path is not None else None
     if databases is None:
         databases = _build_hyperscan(words, line_starts)
-        _save_databases(path, databases)
+        if path is not None:
+            _save_databases(path, databases)
     return databases
 
 

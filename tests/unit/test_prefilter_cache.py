@@ -72,3 +72,9 @@ def test_a_cache_that_cannot_be_written_only_costs_a_build(cache: Path) -> None:
     (cache / "srt-console").write_text("a file where the folder would go")
     assert len(LineFilter(WORDS).lines(CHUNK)) == 3
     assert LineFilter(WORDS).engine == "hyperscan"
+
+
+def test_the_cache_keeps_the_newest_databases_only(cache: Path) -> None:
+    for i in range(prefilter._CACHE_FILES + 3):
+        LineFilter((f"word{i:02d}x",))
+    assert len(cache_files(cache)) == prefilter._CACHE_FILES
