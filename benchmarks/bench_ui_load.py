@@ -142,7 +142,7 @@ class Pty:
         self.watch: dict[bytes, float | None] = {}
         self.tail = b""
         self.received = 0
-        self.last_text = b""  # the last 64 KB, for messages
+        self.last_text = b""  # the last 1 MB, for messages and the screen at the end
         self.count: int | None = None  # the last "findings: N line(s)" drawn
         self._stop = False
         self.thread = threading.Thread(target=self._drain, daemon=True)
@@ -170,7 +170,7 @@ class Pty:
                 if counts:
                     self.count = int(counts[-1])
                 self.tail = window[-256:]
-                self.last_text = (self.last_text + data)[-(1 << 16) :]
+                self.last_text = (self.last_text + data)[-(1 << 20) :]
 
     def expect(self, word: str) -> None:
         with self.lock:
@@ -193,6 +193,20 @@ class Pty:
         at = time.monotonic()
         os.write(self.fd, keys.encode())
         return at
+
+    def screen(self) -> list[str]:
+        """What the terminal shows now: the program is made to draw it whole (a resize), and that
+        frame is replayed."""
+        for cols in (COLS - 1, COLS):
+            fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, cols, 0, 0))
+            with contextlib.suppress(ProcessLookupError):  # not its controlling terminal: no signal of its own
+                os.killpg(self.proc.pid, signal.SIGWINCH)
+            time.sleep(1.0)
+            if cols == COLS - 1:
+                with self.lock:
+                    self.last_text = b""
+        with self.lock:
+            return screen_text(self.last_text)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -420,6 +434,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 appended.append(None if got is None else got - at)
             time.sleep(max(0.0, args.every - (time.monotonic() - now)))
         rss.append((round(time.monotonic() - started, 1), tree_rss_kb(ui.proc.pid)))
+        figures["screen_at_end"] = ui.screen()
     finally:
         ui.close()
         if peer is not None:
