@@ -3,13 +3,17 @@ line when filter and search combine, follow mode with a horizontal scrollbar, an
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from textual import events
+from textual.pilot import Pilot
 
 from console.engine import Engine
 from console.scheduler import JobState
-from screens.app import make_app
+from screens.app import SrtConsole, make_app
+from screens.attempt import AttemptScreen
 from screens.widgets.log_view import LogView
 from tests.tui.helpers import wait_for
 from tests.tui.test_attempt_screen import engine, finished_attempt, open_attempt  # noqa: F401 - fixture
@@ -28,14 +32,25 @@ def status(view: LogView) -> str:
     return str(view.query_one("#log-status").render())
 
 
-async def test_regex_search_jump_to_line_copy_and_a_consistent_status(engine: Engine, tmp_path: Path) -> None:  # noqa: F811
-    out = _job(tmp_path, LINES)
+@contextlib.asynccontextmanager
+async def log_of(
+    engine: Engine,  # noqa: F811 - the fixture's value
+    tmp_path: Path,
+    lines: list[str],
+    size: tuple[int, int] = (120, 40),
+) -> AsyncIterator[tuple[SrtConsole, Pilot[None], AttemptScreen, LogView]]:
+    """The attempt screen of an ended job whose sweep log holds ``lines``, open in a test app."""
+    out = _job(tmp_path, lines)
     attempt = finished_attempt(engine, out, "8801", JobState.COMPLETED)
     app = make_app([], engine=engine)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: app.monitor is not None)
         screen = await open_attempt(app, attempt.id)
-        view = screen.query_one(LogView)
+        yield app, pilot, screen, screen.query_one(LogView)
+
+
+async def test_regex_search_jump_to_line_copy_and_a_consistent_status(engine: Engine, tmp_path: Path) -> None:  # noqa: F811
+    async with log_of(engine, tmp_path, LINES) as (app, pilot, _, view):
         await wait_for(pilot, lambda: view.body.row_count == 200)
         # A regular expression, case-insensitive.
         await pilot.press("slash", *"line 1[0-9]0 WORKER")
@@ -55,20 +70,14 @@ async def test_regex_search_jump_to_line_copy_and_a_consistent_status(engine: En
         await pilot.press("y")
         assert app.clipboard == "line 42 loading shards"
         await pilot.press("Y")
-        assert app.clipboard == f"{out}/logs/sweep_8801.log"
+        assert app.clipboard == f"{tmp_path}/outputs/8801/logs/sweep_8801.log"
         await pilot.press("colon", *"abc", "enter")
         await wait_for(pilot, lambda: "not a line number: 'abc'" in status(view))
 
 
 async def test_wrap_and_the_newest_line_in_follow_mode(engine: Engine, tmp_path: Path) -> None:  # noqa: F811
     lines = [f"short {i}" for i in range(1, 60)] + ["wide " + "x" * 400, "the newest line"]
-    out = _job(tmp_path, lines)
-    attempt = finished_attempt(engine, out, "8801", JobState.COMPLETED)
-    app = make_app([], engine=engine)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.monitor is not None)
-        screen = await open_attempt(app, attempt.id)
-        view = screen.query_one(LogView)
+    async with log_of(engine, tmp_path, lines, size=(80, 24)) as (_, pilot, screen, view):
         await wait_for(pilot, lambda: view.body.row_count == 61)
         await pilot.pause()
         # A horizontal scrollbar for the wide line takes a row: the newest line is still on screen.
@@ -96,13 +105,7 @@ async def test_keys_typed_ahead_go_to_the_prompt_they_follow(engine: Engine, tmp
     """A terminal delivers what was typed in one read: `f` then the filter's text arrive together
     (a busy screen, a fast typist, a paste). The text is the prompt's, not keys of the log's
     bindings (`c` would ask to cancel the job, `y` copy a line, `/` open the search)."""
-    out = _job(tmp_path, LINES)
-    attempt = finished_attempt(engine, out, "8801", JobState.COMPLETED)
-    app = make_app([], engine=engine)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.monitor is not None)
-        screen = await open_attempt(app, attempt.id)
-        view = screen.query_one(LogView)
+    async with log_of(engine, tmp_path, LINES) as (app, pilot, screen, view):
         await wait_for(pilot, lambda: view.body.row_count == 200)
         driver = app._driver
         assert driver is not None
