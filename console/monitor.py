@@ -19,7 +19,6 @@ attempt's templates, are written back.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import posixpath
 import time
@@ -40,6 +39,7 @@ from console.events import (
     Triaged,
 )
 from console.store import AttemptRow
+from console.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from console.diagnosis import Diagnosis, Observation
@@ -320,10 +320,7 @@ class Monitor:
 
     async def close(self) -> None:
         self._unsubscribe()
-        for task in self._tasks.values():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks.values())
         for follower in self._followers.values():
             await follower.close()
 

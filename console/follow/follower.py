@@ -47,6 +47,7 @@ from console.follow.protocol import (
 )
 from console.follow.streams import _CLOSED, EventCallback, OffsetsCallback, _StreamState, _WatchState, take_lines
 from console.follow.tailmode import _tail_head_tail, _TailMode
+from console.tasks import cancel_and_wait
 from console.transport.base import StreamingProcess, Transport, TransportError
 
 log = logging.getLogger("console.follow")
@@ -230,9 +231,7 @@ class Follower:
         self._closed = True
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait([task])
         if self._tail is not None:
             await self._tail.close()
         await self._stop_proc()
@@ -428,6 +427,8 @@ class Follower:
                     data = await asyncio.wait_for(proc.read(READ_CHUNK), self.heartbeat_timeout)
                 except asyncio.TimeoutError:
                     raise HeartbeatLost(f"no heartbeat from the agent for {self.heartbeat_timeout:g} s") from None
+                if self._closed:
+                    return  # closed while this read finished (its cancellation may have been lost)
                 if not data:
                     code: int | None
                     try:

@@ -13,6 +13,7 @@ from console.follow.events import FileEvent, ResultEvent
 from console.follow.protocol import CLOSE_TIMEOUT_S, READ_CHUNK
 from console.follow.streams import _StreamState, _WatchState, take_lines
 from console.results.names import remote_kind
+from console.tasks import cancel_and_wait
 from console.transport.base import Transport, TransportError
 
 if TYPE_CHECKING:
@@ -56,13 +57,7 @@ class _TailMode:
         self.closed = True
         tasks = list(self.tasks.values())
         self.tasks.clear()
-        # Cancelled again until done: asyncio.wait_for (Python < 3.12) can swallow a cancellation
-        # that arrives as its command finishes, and the loop would then run on.
-        while tasks:
-            for task in tasks:
-                task.cancel()
-            _done, pending = await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_S / 10)
-            tasks = list(pending)
+        await cancel_and_wait(tasks)
 
     async def _list(self, state: _WatchState) -> list[tuple[str, str]]:
         # The agent's places: logs under logs/ (to one subdir down), result files by the shared rules.

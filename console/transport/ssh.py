@@ -32,6 +32,7 @@ import asyncssh
 from asyncssh.constants import OPEN_REQUEST_SESSION_FAILED
 
 from console.backoff import Backoff
+from console.tasks import cancel_and_wait
 
 from .base import (
     DEFAULT_TIMEOUT,
@@ -479,10 +480,8 @@ class SshTransport:
     async def close(self) -> None:
         self._closed = True
         task, self._connect_task = self._connect_task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if task is not None:
+            await cancel_and_wait([task])
         for process in list(self._processes):
             await process.close()
         conn, self._conn = self._conn, None
