@@ -17,6 +17,7 @@ stays literal text and a very long line is capped.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import re
 import time
@@ -231,7 +232,9 @@ class LogBody(ScrollView, can_focus=True):
             self._flush_pending = True
             wait = FLUSH_S - (time.monotonic() - self._last_flush)
             if wait > 0:
-                self.set_timer(wait, self._flush)
+                # Not Textual's set_timer: a one-shot timer that starts later than its delay is
+                # skipped, never fired, and the view would stop following for good.
+                asyncio.get_running_loop().call_later(wait, self.call_later, self._flush)
             else:
                 self.call_later(self._flush)
 
