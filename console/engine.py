@@ -448,7 +448,7 @@ class Engine:
         for cluster, attempts in by_cluster.items():
             previous = last.get(cluster, -float("inf"))
             nudged_at = self._nudged_at.get(cluster, -float("inf"))
-            pace = cadence.interval(attempts, now, nudged=mono - nudged_at < cadence.expect_s)
+            pace = cadence.interval(attempts, now, nudged_ago=mono - nudged_at)
             if mono - previous >= pace or nudged_at > previous:
                 due.add(cluster)
                 next_in = min(next_in, pace)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from console.cadence import QUICK_S, STEADY_S, Cadence
+from console.cadence import BURST_FOR_S, BURST_S, QUICK_S, STEADY_S, Cadence
 from console.clusters import Profile, local_profile
 from console.demo.localsched import LocalScheduler, read_job
 from console.engine import ClusterRuntime, Engine, build_runtime
@@ -26,7 +26,7 @@ from tests.conftest import RECIPES
 SEEN_WITHIN_S = 2.0
 # Scaled: the steady pace is longer than SEEN_WITHIN_S, so a change seen in time was seen by
 # quickening, not by a steady poll that happened to come soon.
-SCALED = Cadence(steady_s=3.0, quick_s=0.1, expect_s=1.0)
+SCALED = Cadence(steady_s=3.0, quick_s=0.1, expect_s=1.0, burst_s=0.05, burst_for_s=0.5)
 DEADLINE_S = 60.0
 
 
@@ -95,9 +95,9 @@ def test_the_steady_pace_keeps_squeue_within_twelve_calls_a_minute() -> None:
         ({}, None),
         ({"state": "PENDING"}, None),  # pending for an hour: nothing says it starts now
         ({"state": "COMPLETING"}, "completing"),
-        ({"submitted_at": -5, "started_at": None, "state": "PENDING"}, "submitted"),
-        ({"submitted_at": -5, "state": SUBMITTING, "job_id": None}, "being submitted"),
-        ({"cancel_requested_at": -5}, "cancel requested"),
+        ({"submitted_at": -20, "started_at": None, "state": "PENDING"}, "submitted"),
+        ({"submitted_at": -20, "state": SUBMITTING, "job_id": None}, "being submitted"),
+        ({"cancel_requested_at": -20}, "cancel requested"),
         ({"cancel_requested_at": -3600}, None),  # asked long ago: the job ignores it
     ],
 )
@@ -114,10 +114,29 @@ def test_twenty_long_running_attempts_are_polled_at_the_steady_pace_unless_nudge
     cadence = Cadence()
     attempts = [attempt_row(id=i, job_id=str(100 + i)) for i in range(20)]
     assert cadence.interval(attempts, time.time()) == STEADY_S
-    assert cadence.interval(attempts, time.time(), nudged=True) == QUICK_S
-    one_cancelled = [*attempts[:19], replace(attempts[19], cancel_requested_at=time.time())]
+    assert cadence.interval(attempts, time.time(), nudged_ago=BURST_FOR_S + 1) == QUICK_S
+    assert cadence.interval(attempts, time.time(), nudged_ago=cadence.expect_s + 1) == STEADY_S
+    one_cancelled = [*attempts[:19], replace(attempts[19], cancel_requested_at=time.time() - BURST_FOR_S - 1)]
     assert cadence.interval(one_cancelled, time.time()) == QUICK_S
     assert Cadence.fixed(0.5).interval(one_cancelled, time.time()) == 0.5
+
+
+def test_the_first_seconds_after_a_submission_or_a_cancel_are_a_burst() -> None:
+    """Slurm ends a cancelled job and starts a submitted one within a second or two: polled
+    every BURST_S then, so the change is seen well within 2 s even over SSH."""
+    cadence = Cadence()
+    now = time.time()
+    attempts = [attempt_row(id=i, job_id=str(100 + i)) for i in range(20)]
+    assert BURST_S * 3 <= SEEN_WITHIN_S / 2
+    assert cadence.interval(attempts, now, nudged_ago=0.5) == BURST_S
+    cancelled = [*attempts[:19], replace(attempts[19], cancel_requested_at=now - 1)]
+    assert cadence.interval(cancelled, now) == BURST_S  # asked by another console
+    submitted = [*attempts[:19], replace(attempts[19], submitted_at=now - 1, state="PENDING")]
+    assert cadence.interval(submitted, now) == BURST_S
+    ended = [*attempts[:19], replace(attempts[19], cancel_requested_at=now - 1, state="CANCELLED")]
+    assert cadence.interval(ended, now) == STEADY_S  # only live attempts count
+    # The burst is short: about ten calls for each submission or cancel.
+    assert BURST_FOR_S / BURST_S <= 20
 
 
 # --- the loop on the local scheduler --------------------------------------------------------------
