@@ -22,8 +22,25 @@ async def test_a_task_that_swallows_a_cancellation_is_cancelled_again() -> None:
 
     task = asyncio.create_task(runs_on())
     await asyncio.sleep(0)
-    await asyncio.wait_for(cancel_and_wait([task]), 5)
+    await asyncio.wait_for(cancel_and_wait([task], grace=0.1), 5)
     assert task.cancelled() and swallowed == 1
+
+
+async def test_a_cleanup_in_progress_is_not_cut_short() -> None:
+    cleaned = False
+
+    async def closes_on_the_way_out() -> None:
+        nonlocal cleaned
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            await asyncio.sleep(0.5)  # e.g. a process given time to exit
+            cleaned = True
+
+    task = asyncio.create_task(closes_on_the_way_out())
+    await asyncio.sleep(0)
+    await asyncio.wait_for(cancel_and_wait([task], grace=5), 10)
+    assert cleaned and task.cancelled()
 
 
 async def test_ended_and_failed_tasks_are_waited_for_without_raising() -> None:
