@@ -111,6 +111,11 @@ class Observation:
         return self.finding.generic
 
     @property
+    def family(self) -> str | None:
+        """The family word that named this failure when no regex of its signature matched."""
+        return self.finding.captures.get("family") if self.finding.family else None
+
+    @property
     def key(self) -> tuple[str, str | None, str | None, str | None]:
         """What deduplication groups by."""
         return (self.id, self.node, self.worker, self.rank)
@@ -152,6 +157,8 @@ class FindingGroup:
         doc["title"] = self.first.finding.title
         doc["wrapper"] = self.first.wrapper
         doc["unrecognised"] = self.first.generic
+        if self.first.family is not None:
+            doc["by_family"] = self.first.family
         return doc
 
 
@@ -471,9 +478,14 @@ def _clock(obs: list[Observation]) -> Callable[[Observation], float]:
 
 def _root(groups: list[FindingGroup]) -> FindingGroup | None:
     causes = [g for g in groups if not g.first.wrapper and not g.first.generic]
+    known = [g for g in causes if g.first.family is None]
+    family = [g for g in causes if g.first.family is not None]
+    # A cause a regex knows, then one named only by a family word in an error line.
     specific = (
-        [g for g in causes if g.first.severity == "fatal"],
-        [g for g in causes if g.first.severity == "error"],
+        [g for g in known if g.first.severity == "fatal"],
+        [g for g in known if g.first.severity == "error"],
+        [g for g in family if g.first.severity == "fatal"],
+        [g for g in family if g.first.severity == "error"],
     )
     for tier in specific:
         if tier:
@@ -538,6 +550,8 @@ def _cause(root: FindingGroup) -> str:
         text = root.first.text.strip()
         line = text if len(text) <= 100 else text[:97] + "..."
         return f"{root.id} ({line})"
+    if root.first.family is not None:
+        return f"{root.id} ({root.first.finding.title}, by {root.first.family!r} in an error line no signature knows)"
     return f"{root.id} ({root.first.finding.title})"
 
 

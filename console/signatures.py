@@ -32,7 +32,7 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
@@ -97,10 +97,11 @@ _FIELDS: Final = frozenset(
         "novel",
         "examples",
         "benign",
+        "family",
     }
 )
 _REQUIRED: Final = ("id", "title", "category", "severity", "hint")
-_TOP_LEVEL: Final = frozenset({"version", "context", "signatures"})
+_TOP_LEVEL: Final = frozenset({"version", "context", "error_lines", "warning_lines", "signatures"})
 # CSI, OSC and two-character escape sequences (colour codes, titles, cursor moves).
 _ESCAPE: Final = r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?|[@-Z\\-_])"
 _ANSI_RE: Final = re.compile(_ESCAPE)
@@ -166,15 +167,22 @@ class Signature:
     uncaught: bool = False
     # An error-level line that a healthy run of the same arm or engine never wrote (generic).
     novel: bool = False
+    # Words that name this failure's component or kind (`nccl`, `etcd`, `safetensors`): an
+    # error-level line (the catalog's `error_lines`) holding one that no regex knows is
+    # found under this signature, as a family match.
+    family: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Catalog:
-    """Validated signatures (in catalog order) and the line-prefix context patterns."""
+    """Validated signatures (in catalog order), the line-prefix context patterns and the
+    patterns of an error-level line (for family matches)."""
 
     signatures: tuple[Signature, ...]
     context: tuple[re.Pattern[str], ...] = ()
     sources: tuple[Path, ...] = ()
+    error_lines: tuple[re.Pattern[str], ...] = ()
+    warning_lines: tuple[re.Pattern[str], ...] = ()  # not error-level, though they quote an error
 
 
 @dataclass(frozen=True)
@@ -196,6 +204,9 @@ class Finding:
     span: tuple[int, int]
     captures: dict[str, str] = field(default_factory=dict, hash=False)
     generic: bool = False  # an error no specific signature knows (shown as unrecognised)
+    # Found by a family word in an error-level line, not by a regex of its signature: a
+    # cause, ranked below every regex-found one. ``captures["family"]`` holds the word.
+    family: bool = False
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
@@ -209,6 +220,7 @@ class Finding:
             "span": list(self.span),
             "captures": dict(self.captures),
             "generic": self.generic,
+            "family": self.family,
         }
 
 
@@ -236,20 +248,24 @@ def load_catalog(*paths: str | Path) -> Catalog:
     sources = tuple(Path(p) for p in paths) if paths else (bundled_catalog_path(),)
     catalog = Catalog(signatures=())
     for source in sources:
-        signatures, ctx = _load_file(source, lazy=not paths)
-        catalog = merge_catalog(catalog, signatures, ctx, source)
+        catalog = merge_catalog(catalog, _load_file(source, lazy=not paths), source)
     return catalog
 
 
-def merge_catalog(
-    base: Catalog, signatures: Iterable[Signature], context: Iterable[re.Pattern[str]] = (), source: Path | None = None
-) -> Catalog:
-    """``base`` with ``signatures`` added: one whose id ``base`` has replaces it in place."""
+def merge_catalog(base: Catalog, part: Catalog, source: Path | None = None) -> Catalog:
+    """``base`` with the signatures and patterns of ``part`` added: a signature whose id
+    ``base`` has replaces it in place."""
     merged = {sig.id: sig for sig in base.signatures}
-    for sig in signatures:
+    for sig in part.signatures:
         merged[sig.id] = sig
     sources = (*base.sources, source) if source is not None else base.sources
-    return Catalog(signatures=tuple(merged.values()), context=(*base.context, *context), sources=sources)
+    return Catalog(
+        signatures=tuple(merged.values()),
+        context=(*base.context, *part.context),
+        sources=sources,
+        error_lines=(*base.error_lines, *part.error_lines),
+        warning_lines=(*base.warning_lines, *part.warning_lines),
+    )
 
 
 def read_catalog_document(path: Path) -> object:
@@ -264,11 +280,11 @@ def read_catalog_document(path: Path) -> object:
         raise CatalogError(f"{path}: not valid YAML: {exc}") from None
 
 
-def _load_file(path: Path, *, lazy: bool = False) -> tuple[list[Signature], list[re.Pattern[str]]]:
-    signatures, context, problems = parse_catalog_document(read_catalog_document(path), str(path), lazy=lazy)
+def _load_file(path: Path, *, lazy: bool = False) -> Catalog:
+    part, problems = parse_catalog_document(read_catalog_document(path), str(path), lazy=lazy)
     if problems:
         raise CatalogError(problems[0])
-    return signatures, context
+    return part
 
 
 def parse_catalog_document(
@@ -277,32 +293,41 @@ def parse_catalog_document(
     line_of: Callable[[tuple[str | int, ...]], int | None] | None = None,
     *,
     lazy: bool = False,
-) -> tuple[list[Signature], list[re.Pattern[str]], list[str]]:
-    """A catalog document's signatures and context patterns, and a message per problem. A
-    document-level problem leaves nothing; a bad entry is left out with its message (``where``
-    names the file, ``line_of`` the line of a key path when known)."""
+) -> tuple[Catalog, list[str]]:
+    """A catalog document's signatures and patterns (as a catalog to merge), and a message per
+    problem. A document-level problem leaves nothing; a bad entry is left out with its message
+    (``where`` names the file, ``line_of`` the line of a key path when known)."""
+    empty = Catalog(signatures=())
     if not isinstance(data, dict):
-        return [], [], [f"{where}: the catalog must be a mapping with a 'signatures' list"]
+        return empty, [f"{where}: the catalog must be a mapping with a 'signatures' list"]
     unknown = sorted(str(k) for k in data if k not in _TOP_LEVEL)
     if unknown:
-        return [], [], [f"{where}: unknown top-level key(s) {', '.join(unknown)}"]
+        return empty, [f"{where}: unknown top-level key(s) {', '.join(unknown)}"]
     version = data.get("version", 1)
     if version != 1:
-        return [], [], [f"{where}: field 'version': unsupported catalog version {version!r} (expected 1)"]
+        return empty, [f"{where}: field 'version': unsupported catalog version {version!r} (expected 1)"]
     entries = data.get("signatures")
     if not isinstance(entries, list):
-        return [], [], [f"{where}: field 'signatures' must be a list of entries"]
-    raw_context = data.get("context", [])
-    if not isinstance(raw_context, list):
-        return [], [], [f"{where}: field 'context' must be a list of regexes"]
-    try:
-        context = [_compile(p, 0, f"{where}: context pattern #{i + 1}") for i, p in enumerate(raw_context)]
-    except CatalogError as exc:
-        return [], [], [str(exc)]
+        return empty, [f"{where}: field 'signatures' must be a list of entries"]
+    patterns: dict[str, tuple[re.Pattern[str], ...]] = {}
+    for name in ("context", "error_lines", "warning_lines"):
+        raw = data.get(name, [])
+        if not isinstance(raw, list):
+            return empty, [f"{where}: field {name!r} must be a list of regexes"]
+        try:
+            patterns[name] = tuple(_compile(p, 0, f"{where}: {name} pattern #{i + 1}") for i, p in enumerate(raw))
+        except CatalogError as exc:
+            return empty, [str(exc)]
     signatures, problems = parse_entries(
-        entries, where, line_of, key=("signatures",), context=tuple(context), lazy=lazy
+        entries, where, line_of, key=("signatures",), context=patterns["context"], lazy=lazy
     )
-    return signatures, context, problems
+    part = Catalog(
+        signatures=tuple(signatures),
+        context=patterns["context"],
+        error_lines=patterns["error_lines"],
+        warning_lines=patterns["warning_lines"],
+    )
+    return part, problems
 
 
 def parse_entries(
@@ -434,6 +459,14 @@ def _parse_entry(path: str | Path, index: int, entry: object, *, lazy: bool = Fa
     if not isinstance(raw_keywords, list) or not all(isinstance(k, str) and k for k in raw_keywords):
         raise CatalogError(f"{where}: field 'keywords' must be a list of non-empty strings")
     keywords = tuple(dict.fromkeys(k.lower() for k in raw_keywords))
+    raw_family = entry.get("family", [])
+    if isinstance(raw_family, str):
+        raw_family = [raw_family]
+    if not isinstance(raw_family, list) or not all(isinstance(k, str) and k.strip() for k in raw_family):
+        raise CatalogError(f"{where}: field 'family' must be a list of non-empty strings")
+    family = tuple(dict.fromkeys(k.lower() for k in raw_family))
+    if family and (bool_field("generic", False) or uncaught or novel):
+        raise CatalogError(f"{where}: field 'family': an unrecognised error's signature has no family")
 
     return Signature(
         id=sig_id,
@@ -452,6 +485,7 @@ def _parse_entry(path: str | Path, index: int, entry: object, *, lazy: bool = Fa
         generic=bool_field("generic", False) or uncaught or novel,
         uncaught=uncaught,
         novel=novel,
+        family=family,
     )
 
 
@@ -512,6 +546,15 @@ class Matcher:
             for keyword in sig.keywords:
                 selects[keyword].append(index)
         self._selects = {k: tuple(v) for k, v in selects.items()}
+        # Family words are not keywords: only a line that passed on a keyword (an error-level
+        # one holds `error`, `fatal`, `critical` or `panic`) is looked at for them, so a word
+        # common in healthy logs (`cuda`) costs them nothing.
+        families: dict[str, list[int]] = {}
+        if catalog.error_lines:
+            for index, sig in enumerate(self._ordered):
+                for word in sig.family:
+                    families.setdefault(word, []).append(index)
+        self._families = {k: tuple(v) for k, v in families.items()}
         self._unkeyed_indices = frozenset(i for i, sig in enumerate(self._ordered) if not sig.keywords and sig.patterns)
         self._framed = tuple(sig for sig in self._ordered if sig.frames is not None)
         self._uncaught = next((sig for sig in self._ordered if sig.uncaught), None)
@@ -528,6 +571,14 @@ class Matcher:
     @functools.cached_property
     def _implied(self) -> dict[str, tuple[str, ...]]:
         return {k: tuple(o for o in self._keywords if o in k) for k in self._keywords}
+
+    @functools.cached_property
+    def _family_finder(self) -> re.Pattern[str]:
+        return re.compile("(?=(" + literal_union(list(self._families)) + "))")
+
+    @functools.cached_property
+    def _family_implied(self) -> dict[str, tuple[str, ...]]:
+        return {k: tuple(o for o in self._families if o in k) for k in self._families}
 
     @classmethod
     def from_paths(cls, *paths: str | Path, max_line_chars: int = MAX_LINE_CHARS) -> Matcher:
@@ -681,8 +732,8 @@ class Matcher:
 
     def _scan(self, prepared: _Prepared, *, first_only: bool) -> list[Finding]:
         chosen = set(self._unkeyed_indices)
+        present: set[str] = set()
         if prepared.keyed and self._finder is not None:
-            present: set[str] = set()
             for found in self._finder.finditer(prepared.low):
                 present.update(self._implied[found.group(1)])
             for keyword in present:
@@ -705,7 +756,51 @@ class Matcher:
                 stop_below = sig.priority
         if len(findings) > 1:
             findings.sort(key=_specificity)
+        if self._families and prepared.keyed and all(f.generic for f in findings):
+            # No regex knows the line: a family word in an error-level line still names it,
+            # ahead of an unrecognised error.
+            family = self._family(prepared)
+            if family is not None:
+                findings.insert(0, family)
         return findings[:1] if first_only else findings
+
+    def _family(self, prepared: _Prepared) -> Finding | None:
+        """The most specific signature with a family word in the line, when it is an
+        error-level one (one of the catalog's ``error_lines``, none of its ``warning_lines``)."""
+        best: int | None = None
+        word = ""
+        for found in self._family_finder.finditer(prepared.low):
+            for held in self._family_implied[found.group(1)]:
+                index = self._families[held][0]
+                if best is None or index < best:
+                    best, word = index, held
+        if best is None:
+            return None
+        text = prepared.text
+        level = next((m for m in (p.search(text) for p in self._catalog.error_lines) if m is not None), None)
+        if level is None or any(p.search(text) is not None for p in self._catalog.warning_lines):
+            return None
+        sig = self._ordered[best]
+        if sig.exclude is not None and sig.exclude.search(text) is not None:
+            return None
+        start = level.start()
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "._"):
+            start -= 1  # to the start of a named exception (`torch.OutOfMemoryError`)
+        captures = {"family": word}
+        if start > 0 and self._catalog.context:
+            for key, value in self.context_of(text[max(0, start - _CONTEXT_CHARS) : start]).items():
+                captures.setdefault(key, value)
+        return Finding(
+            signature_id=sig.id,
+            title=sig.title,
+            category=sig.category,
+            severity=sig.severity,
+            wrapper=sig.wrapper,
+            priority=sig.priority,
+            span=prepared.original_span(start, len(text.rstrip())),
+            captures=captures,
+            family=True,
+        )
 
     def _try(self, sig: Signature, prepared: _Prepared) -> Finding | None:
         text = prepared.text
@@ -766,22 +861,14 @@ class Matcher:
         )
 
 
-def _specificity(f: Finding) -> tuple[int, bool, int]:
-    return (-f.priority, f.wrapper, _SEVERITY_RANK[f.severity])
+def _specificity(f: Finding) -> tuple[bool, int, bool, int]:
+    # Regex-found causes first, then family matches, then unrecognised errors (whose
+    # priorities are the catalog's lowest).
+    return (f.family or f.generic, -f.priority, f.wrapper, _SEVERITY_RANK[f.severity])
 
 
 def _shifted(f: Finding, offset: int) -> Finding:
-    return Finding(
-        signature_id=f.signature_id,
-        title=f.title,
-        category=f.category,
-        severity=f.severity,
-        wrapper=f.wrapper,
-        priority=f.priority,
-        span=(f.span[0] + offset, f.span[1] + offset),
-        captures=f.captures,
-        generic=f.generic,
-    )
+    return replace(f, span=(f.span[0] + offset, f.span[1] + offset))
 
 
 @dataclass
@@ -1004,7 +1091,8 @@ class MatchStream:
     def _exception(self, line: str, body: str, start: int, tag: str, tb: _Traceback) -> Finding | None:
         """The line that ends a traceback: the exception, classified with its context."""
         finding = self._matcher.match_line(line)
-        if finding is None:
+        if finding is None or finding.family:
+            # Frames that name the code it came from say more than a family word.
             for sig in self._matcher.frame_signatures:
                 assert sig.frames is not None
                 if any(sig.frames.search(frame) for frame in tb.frames):

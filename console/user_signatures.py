@@ -51,7 +51,7 @@ def configured(config: Config) -> bool:
 def user_catalog(config: Config, base: Catalog | None = None) -> tuple[Catalog, list[str]]:
     """The bundled catalog (or ``base``) with the operator's signatures merged in, and a
     message per problem (a bad entry is left out; the rest is used)."""
-    from console.signatures import bundled_catalog, merge_catalog, parse_entries
+    from console.signatures import Catalog, bundled_catalog, merge_catalog, parse_entries
 
     catalog = base or bundled_catalog()
     problems: list[str] = []
@@ -73,7 +73,7 @@ def user_catalog(config: Config, base: Catalog | None = None) -> tuple[Catalog, 
         line_of = marks.line if marks is not None else None
         signatures, found = parse_entries(raw, where, line_of, key=("signatures",), context=catalog.context)
         problems += found
-        catalog = merge_catalog(catalog, signatures, source=config.path)
+        catalog = merge_catalog(catalog, Catalog(signatures=tuple(signatures)), config.path)
     else:
         line = marks.line(("signatures",)) if marks is not None else None
         problems.append(f"{where}:{line or 1}: signatures: expected a list of signatures or a catalog file")
@@ -92,9 +92,9 @@ def _merge_file(catalog: Catalog, path: Path, problems: list[str]) -> Catalog:
     except YamlError as exc:
         problems.append(f"{path}:{exc.line or 1}: {exc.message}")
         return catalog
-    signatures, context, found = parse_catalog_document(data, str(path), marks.line)
+    part, found = parse_catalog_document(data, str(path), marks.line)
     problems += found
-    return merge_catalog(catalog, signatures, context, path)
+    return merge_catalog(catalog, part, path)
 
 
 def install_user_signatures(config: Config) -> list[str]:

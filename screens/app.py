@@ -22,10 +22,14 @@ from console.paths import asset
 from console.sanitize import clean_line
 from console.session import ConfigError, Session
 from console.store import StoreError
+from screens import strips
 from screens.commands import ConsoleCommands
 from screens.messages import CoreUpdate, LaunchRequested, WorkerFailed
 from screens.recipes import RecipesScreen
 from screens.sweeps import SweepsScreen
+
+# Before any widget draws: strips that refer to themselves made every frame cyclic garbage.
+strips.install()
 
 SWEEPS = "sweeps"
 _NOTICE_TITLES = {

@@ -189,6 +189,27 @@ def test_signatures_test_tries_a_catalog_file_and_check_validates(
     assert main(["signatures", "test", str(tmp_path / "missing.log")]) == 2
 
 
+def test_an_operators_family_word_names_unseen_error_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Their entry with a family: any error-level line (the bundled catalog's error_lines) that
+    # mentions their filesystem is found under it, and `signatures test` says how.
+    config = write(tmp_path / "config.yaml", "signatures:\n" + STALE + "    family: [lustre]\n")
+    log = write(
+        tmp_path / "w0.out",
+        """\
+        [2026-12-01 10:00:00 TP0] Load weight begin.
+        2026-12-01 10:00:01 ERROR ll_ost_io: Lustre: client evicted by the OST (rc=-107)
+        2026-12-01 10:00:02 INFO lustre mounted again
+        """,
+    )
+    assert main(["--config", str(config), "signatures", "test", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "  site-lustre-stale (infra, fatal) x1\n    2: 2026-12-01 10:00:01 ERROR ll_ost_io" in out
+    assert "[by its family word 'lustre': no regex of it matched]" in out
+    assert main(["--config", str(config), "signatures", "test", str(log), "--json"]) == 0
+    lines = json.loads(capsys.readouterr().out)["files"][str(log)]["site-lustre-stale"]["lines"]
+    assert [(x["line_no"], x["family"]) for x in lines] == [(2, "lustre")]
+
+
 def test_a_session_installs_the_operators_signatures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from console.session import Session
 
