@@ -22,14 +22,14 @@ from console.paths import asset
 from console.sanitize import clean_line
 from console.session import ConfigError, Session
 from console.store import StoreError
-from screens import strips
+from screens import cycles
 from screens.commands import ConsoleCommands
 from screens.messages import CoreUpdate, LaunchRequested, WorkerFailed
 from screens.recipes import RecipesScreen
 from screens.sweeps import SweepsScreen
 
-# Before any widget draws: strips that refer to themselves made every frame cyclic garbage.
-strips.install()
+# Before any widget draws: Textual's strips and cleared caches made every frame cyclic garbage.
+cycles.install()
 
 SWEEPS = "sweeps"
 _NOTICE_TITLES = {
@@ -253,11 +253,11 @@ def _settle_collector() -> None:
     all (about 120,000 objects, most of the 170 ms such a collection took under a busy log: a
     frame, a key press, a finding held back that long); now it walks what came later.
 
-    And the youngest generation is collected less often. Textual's strips keep themselves in
-    their own caches, so every frame's strips end as cyclic garbage; collected every 700
-    allocations, they were still in use at several collections, reached the oldest generation,
-    and a full collection (over 100 ms under a busy log) came every few seconds. Collected every
-    50,000, most die young and are freed there: a few full collections in minutes."""
+    And the youngest generation is collected less often: every 700 allocations (Python's
+    default), a frame's strips and rows still in use were carried into the older generations at
+    every collection, and a full collection (over 100 ms under a busy log) came every few
+    seconds. With strips freed as soon as they are dropped (screens/cycles.py), what the young
+    generation holds at 50,000 is mostly alive: collections are rare and few objects move on."""
     gc.collect()
     gc.freeze()
     _gen0, gen1, gen2 = gc.get_threshold()

@@ -113,7 +113,8 @@ def test_a_catalog_without_error_lines_makes_no_family_match(tmp_path: Path) -> 
     ],
 )
 def test_a_bad_family_field_has_a_clear_message(tmp_path: Path, entry: str, message: str | None) -> None:
-    doc = textwrap.dedent("""\
+    doc = (
+        textwrap.dedent("""\
         version: 1
         signatures:
           - id: site-x
@@ -123,7 +124,9 @@ def test_a_bad_family_field_has_a_clear_message(tmp_path: Path, entry: str, mess
             keywords: [xx]
             regex: 'xx'
             hint: h
-        """) + entry
+        """)
+        + entry
+    )
     path = tmp_path / "c.yaml"
     path.write_text(doc, encoding="utf-8")
     if message is None:
@@ -215,3 +218,22 @@ def test_a_family_match_is_the_root_over_an_unrecognised_error_and_says_how_it_w
     assert d.root_cause is not None and d.root_cause.id == "nccl-error"
     assert d.root_cause.to_json()["by_family"] == "nccl"
     assert "by 'nccl' in an error line no signature knows" in d.advice
+
+
+def test_scan_says_the_root_cause_was_named_by_a_family_word(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from console.cli import main
+
+    log = tmp_path / "decode_w0.out"
+    log.write_text(
+        "[2026-12-01 10:00:00 TP0] Load weight begin.\n"
+        "(EngineCore_DP0 pid=77) ERROR 12-01 10:00:01 [nixl_connector.py:1187] nixl agent lost its peer list\n",
+        encoding="utf-8",
+    )
+    main(["scan", str(log)])
+    out = capsys.readouterr().out
+    assert (
+        "root cause: nixl-transfer-failed - NIXL KV transfer failed [runtime, error]"
+        " (by its family word 'nixl': no regex of it matched)"
+    ) in out

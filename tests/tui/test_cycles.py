@@ -1,4 +1,5 @@
-"""Strips drawn and dropped are freed at once: none refers to itself (screens/strips.py)."""
+"""What Textual draws and drops is freed at once: no strip refers to itself, a cleared cache
+leaves no ring of entries behind (screens/cycles.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from collections.abc import Iterator
 import pytest
 from rich.segment import Segment
 from rich.style import Style
+from textual.cache import LRUCache
 from textual.strip import Strip
 
-import screens.app  # noqa: F401  (installs the fix, as the console does)
-from screens import strips
+import screens.app  # noqa: F401  (installs the fixes, as the console does)
+from screens import cycles
 
 RED = Style(color="red")
 
@@ -30,9 +32,9 @@ def a_strip(n: int) -> Strip:
     return Strip([Segment(f"line {n:04d} "), Segment("decode batch", RED)], 22)
 
 
-def test_the_installed_textual_needed_it() -> None:
-    # Textual 8 keeps a strip in its own caches; were that fixed, the rest would test nothing.
-    assert strips.installed()
+def test_the_installed_textual_needed_both() -> None:
+    # Textual 8 makes both cycles; were one fixed there, its tests here would test nothing.
+    assert cycles.installed() == {"strip", "lru-clear"}
 
 
 def test_a_strip_divided_and_cropped_whole_is_not_cyclic_garbage(collector_off: None) -> None:
@@ -46,9 +48,7 @@ def test_a_strip_divided_and_cropped_whole_is_not_cyclic_garbage(collector_off: 
     assert gc.collect() == 0
 
 
-@pytest.mark.parametrize(
-    ("start", "end"), [(0, 22), (-3, 22), (0, 10), (5, 22), (0, 30), (5, 30), (10, 5), (22, 22)]
-)
+@pytest.mark.parametrize(("start", "end"), [(0, 22), (-3, 22), (0, 10), (5, 22), (0, 30), (5, 30), (10, 5), (22, 22)])
 def test_crop_extend_gives_what_textual_defines(start: int, end: int) -> None:
     strip = a_strip(7)
     expected = strip.extend_cell_length(end, RED).crop(start, end)
@@ -64,3 +64,16 @@ def test_divide_gives_what_textual_defines(cuts: list[int]) -> None:
     starts = [0, *kept][: len(kept)]
     assert [p.text for p in pieces] == [strip.text[a:b] for a, b in zip(starts, kept, strict=True)]
     assert [p.cell_length for p in pieces] == [b - a for a, b in zip(starts, kept, strict=True)]
+
+
+def test_a_cleared_cache_leaves_no_cyclic_garbage_and_still_works(collector_off: None) -> None:
+    cache: LRUCache[int, Strip] = LRUCache(64)
+    for _ in range(20):  # as a DataTable clears its render caches at every cell update
+        for n in range(100):  # more than fit: the oldest are evicted as it fills
+            cache.set(n, a_strip(n))
+        cache.clear()
+    assert gc.collect() == 0
+    assert len(cache) == 0 and cache.get(5) is None
+    cache.set(5, a_strip(5))
+    cache.set(6, a_strip(6))
+    assert cache.get(5) is not None and len(cache) == 2
