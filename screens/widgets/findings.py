@@ -232,10 +232,8 @@ class FindingsPanel(Vertical):
         except KeyError:
             hint = ""
         text = Text(f"{row.title}", "bold")
-        text.append(f" (first at {_where(row.first)}", "italic")
-        if row.first.family:
-            text.append(f"; by its family word {row.first.family!r}, no regex of it matched", "italic")
-        text.append("): ", "italic")
+        by = f"; by its family word {row.first.family!r}, no regex of it matched" if row.first.family else ""
+        text.append(f" (first at {_where(row.first)}{by}): ", "italic")
         text.append(hint)
         if text != self._hint:  # the same hint again: no layout pass (its height follows its text)
             self._hint = text
