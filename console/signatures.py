@@ -761,6 +761,10 @@ class Matcher:
             # ahead of an unrecognised error.
             family = self._family(prepared)
             if family is not None:
+                # As severe as the line says: a glog `F` line that names Mooncake is a crash.
+                worst = min((f.severity for f in findings), key=_SEVERITY_RANK.__getitem__, default=family.severity)
+                if _SEVERITY_RANK[worst] < _SEVERITY_RANK[family.severity]:
+                    family = replace(family, severity=worst)
                 findings.insert(0, family)
         return findings[:1] if first_only else findings
 

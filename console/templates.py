@@ -10,7 +10,9 @@ attempt of the same arm (or engine): a template the healthy run never wrote is n
 
 Error-level means a log level of ERROR, FATAL or CRITICAL however the writer spells it (vLLM,
 Python logging, glog ``E0603``, TensorRT-LLM ``[E]``, Rust ``tracing``, ``level=error``,
-``srun: error:``) or an exception line (``SomethingError: ...``).
+``srun: error:``) or an exception line (``SomethingError: ...``). The log agent forwards the
+lines this can find (:data:`ERROR_HINT_LITERALS`). The catalog's ``error_lines`` are the same
+idea as data an operator can extend, for family matches (see ``assets/signatures.yaml``).
 """
 
 from __future__ import annotations

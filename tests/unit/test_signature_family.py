@@ -237,3 +237,14 @@ def test_scan_says_the_root_cause_was_named_by_a_family_word(
         "root cause: nixl-transfer-failed - NIXL KV transfer failed [runtime, error]"
         " (by its family word 'nixl': no regex of it matched)"
     ) in out
+
+
+def test_a_family_match_is_as_severe_as_its_line() -> None:
+    # a glog F line is a crash: named by its family (Mooncake's transfer engine), still fatal
+    line = "F0812 10:00:00.123456  1234 transfer_engine.cpp:12] Check failed: segment != nullptr"
+    finding = default_matcher().match_line(line)
+    assert finding is not None and finding.family
+    assert (finding.signature_id, finding.severity) == ("mooncake-transfer-failed", "fatal")
+    triage = Triage()
+    triage.feed("logs/n1_prefill_w0.out", [line])
+    assert triage.diagnose("RUNNING").verdict == "failed"  # not "degraded": nothing fatal was found
