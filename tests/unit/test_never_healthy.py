@@ -115,7 +115,7 @@ def test_a_known_failure_with_its_wrappers_names_the_specific_cause_on_its_line(
         ("panic: runtime error: invalid memory address or nil pointer dereference", "unrecognised-fatal"),
         ("thread 'tokio-runtime-worker' panicked at lib/llm/src/kv_router.rs:88:14:", "unrecognised-fatal"),
         ("fatal error: concurrent map writes", "unrecognised-fatal"),
-        ("F0812 10:00:00.123456  1234 transfer_engine.cpp:12] Check failed: segment != nullptr", "unrecognised-fatal"),
+        ("F0812 10:00:00.123456  1234 segment_manager.cpp:12] Check failed: segment != nullptr", "unrecognised-fatal"),
         ("srun: error: gpu-07: task 3: Exited with exit code 1", "srun-task-failed"),
     ],
 )
@@ -183,8 +183,8 @@ def test_error_lines_a_healthy_run_never_wrote_are_novel() -> None:
     assert baseline == frozenset({"Client disconnected before the response (rid=<n>)"})
     attempt = [
         "ERROR 10-16 09:30:00 [serving.py:12] Client disconnected before the response (rid=987)",
-        "ERROR 10-16 09:31:00 [kv_transfer.py:40] KV transfer to decode 3 stalled for 30 s",
-        "ERROR 10-16 09:31:05 [kv_transfer.py:40] KV transfer to decode 5 stalled for 31 s",
+        "ERROR 10-16 09:31:00 [scheduler.py:40] Prefetch of request 3 stalled for 30 s",
+        "ERROR 10-16 09:31:05 [scheduler.py:40] Prefetch of request 5 stalled for 31 s",
     ]
     triage = triage_files({"logs/n1_agg_w0.out": attempt}, baseline=baseline)
     novel = [(o.line_no, o.severity) for o in triage.findings if o.id == "novel-error-line"]
