@@ -551,7 +551,7 @@ def _cause(root: FindingGroup) -> str:
         line = text if len(text) <= 100 else text[:97] + "..."
         return f"{root.id} ({line})"
     if root.first.family is not None:
-        return f"{root.id} ({root.first.finding.title}, by {root.first.family!r} in an error line no signature knows)"
+        return f"{root.id} ({root.first.finding.title}, by its family word {root.first.family!r})"
     return f"{root.id} ({root.first.finding.title})"
 
 

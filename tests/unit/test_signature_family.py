@@ -217,7 +217,7 @@ def test_a_family_match_is_the_root_over_an_unrecognised_error_and_says_how_it_w
     d = triage.diagnose("FAILED")
     assert d.root_cause is not None and d.root_cause.id == "nccl-error"
     assert d.root_cause.to_json()["by_family"] == "nccl"
-    assert "by 'nccl' in an error line no signature knows" in d.advice
+    assert "nccl-error (NCCL/RCCL call failed, by its family word 'nccl')" in d.advice
 
 
 def test_scan_says_the_root_cause_was_named_by_a_family_word(
