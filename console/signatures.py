@@ -790,21 +790,7 @@ class Matcher:
         start = level.start()
         while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "._"):
             start -= 1  # to the start of a named exception (`torch.OutOfMemoryError`)
-        captures = {"family": word}
-        if start > 0 and self._catalog.context:
-            for key, value in self.context_of(text[max(0, start - _CONTEXT_CHARS) : start]).items():
-                captures.setdefault(key, value)
-        return Finding(
-            signature_id=sig.id,
-            title=sig.title,
-            category=sig.category,
-            severity=sig.severity,
-            wrapper=sig.wrapper,
-            priority=sig.priority,
-            span=prepared.original_span(start, len(text.rstrip())),
-            captures=captures,
-            family=True,
-        )
+        return self._finding(sig, prepared, start, len(text.rstrip()), {"family": word}, sig.wrapper, family=True)
 
     def _try(self, sig: Signature, prepared: _Prepared) -> Finding | None:
         text = prepared.text
@@ -824,8 +810,23 @@ class Matcher:
             return None
         captures = {k: v for k, v in match.groupdict().items() if v is not None}
         start, end = match.span()
+        return self._finding(sig, prepared, start, end, captures, wrapper)
+
+    def _finding(
+        self,
+        sig: Signature,
+        prepared: _Prepared,
+        start: int,
+        end: int,
+        captures: dict[str, str],
+        wrapper: bool,
+        *,
+        family: bool = False,
+    ) -> Finding:
+        """The finding of ``sig`` at ``start:end`` of the prepared text, with the rank and process
+        its prefix names (where the signature did not capture them)."""
         if start > 0 and self._catalog.context:
-            for key, value in self.context_of(text[max(0, start - _CONTEXT_CHARS) : start]).items():
+            for key, value in self.context_of(prepared.text[max(0, start - _CONTEXT_CHARS) : start]).items():
                 captures.setdefault(key, value)
         return Finding(
             signature_id=sig.id,
@@ -837,6 +838,7 @@ class Matcher:
             span=prepared.original_span(start, end),
             captures=captures,
             generic=sig.generic,
+            family=family,
         )
 
     def context_of(self, prefix: str) -> dict[str, str]:
