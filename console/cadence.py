@@ -60,9 +60,9 @@ class Cadence:
         """The pace for one cluster's live attempts at wall-clock time ``now``; ``nudged_ago``:
         seconds since the engine itself submitted or cancelled there."""
         live = [a for a in attempts if a.live]
-        nudged = nudged_ago is not None and nudged_ago < self.expect_s
-        if (nudged_ago is not None and nudged_ago < self.burst_for_s) or any(self._just_asked(a, now) for a in live):
+        ago = float("inf") if nudged_ago is None else nudged_ago
+        if ago < self.burst_for_s or any(self._just_asked(a, now) for a in live):
             return min(self.burst_s, self.quick_s)
-        if nudged or any(self.expecting(a, now) for a in live):
+        if ago < self.expect_s or any(self.expecting(a, now) for a in live):
             return self.quick_s
         return self.steady_s

@@ -565,20 +565,12 @@ class Matcher:
         return tuple(re.compile(source) for source in prefilter_sources(list(self._keywords)))
 
     @functools.cached_property
-    def _finder(self) -> re.Pattern[str] | None:
-        return re.compile("(?=(" + literal_union(list(self._keywords)) + "))") if self._keywords else None
+    def _keywords_held(self) -> _Words | None:
+        return _Words(self._keywords) if self._keywords else None
 
     @functools.cached_property
-    def _implied(self) -> dict[str, tuple[str, ...]]:
-        return {k: tuple(o for o in self._keywords if o in k) for k in self._keywords}
-
-    @functools.cached_property
-    def _family_finder(self) -> re.Pattern[str]:
-        return re.compile("(?=(" + literal_union(list(self._families)) + "))")
-
-    @functools.cached_property
-    def _family_implied(self) -> dict[str, tuple[str, ...]]:
-        return {k: tuple(o for o in self._families if o in k) for k in self._families}
+    def _family_words_held(self) -> _Words:
+        return _Words(tuple(self._families))
 
     @classmethod
     def from_paths(cls, *paths: str | Path, max_line_chars: int = MAX_LINE_CHARS) -> Matcher:
@@ -732,11 +724,8 @@ class Matcher:
 
     def _scan(self, prepared: _Prepared, *, first_only: bool) -> list[Finding]:
         chosen = set(self._unkeyed_indices)
-        present: set[str] = set()
-        if prepared.keyed and self._finder is not None:
-            for found in self._finder.finditer(prepared.low):
-                present.update(self._implied[found.group(1)])
-            for keyword in present:
+        if prepared.keyed and self._keywords_held is not None:
+            for keyword in self._keywords_held.held(prepared.low):
                 chosen.update(self._selects[keyword])
         findings: list[Finding] = []
         stop_below: int | None = None
@@ -771,15 +760,10 @@ class Matcher:
     def _family(self, prepared: _Prepared) -> Finding | None:
         """The most specific signature with a family word in the line, when it is an
         error-level one (one of the catalog's ``error_lines``, none of its ``warning_lines``)."""
-        best: int | None = None
-        word = ""
-        for found in self._family_finder.finditer(prepared.low):
-            for held in self._family_implied[found.group(1)]:
-                index = self._families[held][0]
-                if best is None or index < best:
-                    best, word = index, held
-        if best is None:
+        held = self._family_words_held.held(prepared.low)
+        if not held:
             return None
+        best, word = min((self._families[w][0], w) for w in held)
         text = prepared.text
         level = next((m for m in (p.search(text) for p in self._catalog.error_lines) if m is not None), None)
         if level is None or any(p.search(text) is not None for p in self._catalog.warning_lines):
@@ -875,6 +859,21 @@ def _specificity(f: Finding) -> tuple[bool, int, bool, int]:
 
 def _shifted(f: Finding, offset: int) -> Finding:
     return replace(f, span=(f.span[0] + offset, f.span[1] + offset))
+
+
+class _Words:
+    """Which of some lowercase words a lowercased text holds, found in one pass: the longest
+    word starting at each position, plus the words it contains."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self._finder = re.compile("(?=(" + literal_union(list(words)) + "))")
+        self._implied = {k: tuple(o for o in words if o in k) for k in words}
+
+    def held(self, low: str) -> set[str]:
+        found: set[str] = set()
+        for match in self._finder.finditer(low):
+            found.update(self._implied[match.group(1)])
+        return found
 
 
 @dataclass
