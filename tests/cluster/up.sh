@@ -149,6 +149,18 @@ if [[ -n $(our_daemons) ]]; then
     step "stopped the previous cluster"
 fi
 
+# --- the namespace's /etc/hosts ----------------------------------------------------
+
+# Bound over /etc/hosts for everything in the namespace (in_ns): node names resolve to the
+# only address the cluster has. Written first: every in_ns call (the port check below
+# included) binds it, and a fresh machine has no /etc/netns yet.
+install -d -m 0755 "/etc/netns/$NETNS"
+{
+    printf '%s\n' "$MARKER"
+    printf '127.0.0.1 localhost %s %s\n' "$(hostname)" "$(node_names | tr '\n' ' ')"
+    printf '::1 localhost ip6-localhost ip6-loopback\n'
+} >"$NS_HOSTS"
+
 # --- ports ------------------------------------------------------------------
 
 # On the host, only the bridged ports; inside the namespace, every port (a namespace left
@@ -180,14 +192,6 @@ in_ns ip link set lo up
 # address on a host whose only one is 127.0.0.1. A second loopback address counts; it is still
 # on lo, so nothing resolves a node to anything but the loopback.
 in_ns ip -4 addr show dev lo | grep -q '127.0.0.2/' || in_ns ip addr add 127.0.0.2/32 dev lo
-# Bound over /etc/hosts for everything in the namespace (in_ns): node names resolve to the
-# only address the cluster has.
-install -d -m 0755 "/etc/netns/$NETNS"
-{
-    printf '%s\n' "$MARKER"
-    printf '127.0.0.1 localhost %s %s\n' "$(hostname)" "$(node_names | tr '\n' ' ')"
-    printf '::1 localhost ip6-localhost ip6-loopback\n'
-} >"$NS_HOSTS"
 
 # --- fresh directories ------------------------------------------------------
 
