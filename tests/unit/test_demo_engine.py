@@ -30,6 +30,10 @@ from tests.conftest import RECIPES
 DEMO = RECIPES / "demo"
 SPEED = 20.0  # demo seconds per real second
 DEADLINE_S = 45.0
+# Between SIGTERM and SIGKILL, as Slurm's default KillWait. The engine ends within milliseconds of
+# SIGTERM, so this costs nothing; a 3 s grace was too short once a loaded CI machine stalled the
+# orchestrator, which was killed before it wrote its cleanup lines.
+KILL_WAIT_S = 30.0
 PYTHON36 = Path(os.path.expanduser("~/.pyenv/versions/3.6.15/bin/python3"))
 
 SA_BENCH_KEYS = [
@@ -114,7 +118,7 @@ async def launch(
     )
     path = tmp_path / f"{arm.name}-a{attempt}.sh"
     path.write_text(script, encoding="utf-8")
-    sched = sched or LocalScheduler(tmp_path / "local-jobs", grace_seconds=3.0)
+    sched = sched or LocalScheduler(tmp_path / "local-jobs", grace_seconds=KILL_WAIT_S)
     job_id = await sched.submit(
         Submission(
             script=str(path),
