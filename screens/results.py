@@ -36,6 +36,7 @@ from console.sides import SideError, side_of
 from console.store import ArmRow, AttemptRow
 from screens.baseline import DELTA_COLUMNS, VERDICT_COLUMN, delta_cells
 from screens.messages import CoreUpdate, ReportsWorkerErrors
+from screens.widgets.live_table import LiveTable
 from screens.widgets.plot import PARETO, THROUGHPUT, PointsPlot, Series
 
 COLUMNS = (
@@ -164,7 +165,7 @@ class ResultsScreen(ReportsWorkerErrors, Screen[None]):
                         title.append("  SIMULATED: demo engine numbers, not measured", "italic")
                     yield Label(title, classes="results-arm-title")
                     # `conc` stays in view when the table is scrolled sideways.
-                    yield DataTable(id=f"arm-{arm.id}", cursor_type="row", zebra_stripes=True, fixed_columns=1,
+                    yield LiveTable(id=f"arm-{arm.id}", cursor_type="row", zebra_stripes=True, fixed_columns=1,
                                     classes="results-table")  # fmt: skip
             yield PointsPlot(id="results-plot")
         yield Footer()

@@ -28,6 +28,7 @@ from console.store import ArmRow, AttemptRow, SweepRow
 from console.sweeptree import SORT_KEYS, TreeRow, TreeView, summary_label
 from screens.dialogs import ConfirmDialog
 from screens.messages import CoreUpdate, ReportsWorkerErrors
+from screens.widgets.live_table import LiveTable
 
 # Most telling first: at 80 columns the id, state and elapsed time stay in view.
 COLUMNS = ("id", "state", "elapsed", "name", "job", "reason", "submitted", "started", "ended", "cluster", "nodes")
@@ -97,7 +98,7 @@ class SweepsScreen(ReportsWorkerErrors, Screen[None]):
         yield Header()
         yield Static("", id="clusters")
         yield Static("", id="summary")
-        yield DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
+        yield LiveTable(id="attempts", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:

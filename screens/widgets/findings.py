@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Static
 from console.diagnosis import Diagnosis, FindingGroup, Observation
 from console.signatures import Matcher, default_matcher
 from console.stages import SWEEP_LOG_RE
+from screens.widgets.live_table import LiveTable
 
 VERDICT_CLASSES = {v: f"-{v}" for v in ("healthy", "degraded", "failed", "doomed")} | {"stalled": "-degraded"}
 # Where first comes before the worker (a file name says its worker too): in a narrow panel the
@@ -175,7 +176,7 @@ class FindingsPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("findings", id="findings-title")
-        yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+        yield LiveTable(id="findings", cursor_type="row", zebra_stripes=True)
         yield Static("", id="finding-hint")
 
     def on_mount(self) -> None:

@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from console.stages import StageSnapshot, WorkerProgress, WorkerStage
+from screens.widgets.live_table import LiveTable
 
 COLUMNS = ("worker", "nodes", "mode", "stage", "shards", "graphs", "ready")
 
@@ -80,7 +81,7 @@ class WorkersPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("workers", id="workers-title")
-        yield DataTable(id="workers", cursor_type="row", zebra_stripes=True)
+        yield LiveTable(id="workers", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
