@@ -31,7 +31,9 @@ install -d -m 0755 "$BASE" "$STACK_LIB" "$IMAGES"
 id -u "$TEST_USER" >/dev/null 2>&1 || die "no user $TEST_USER; run up.sh first (it creates the user)"
 
 stamp_ok() { [[ -r $1 && $(cat "$1") == "$2" ]]; }
-as_user() { runuser -u "$TEST_USER" -- "$@"; }
+# As the user, in its own home: the caller's cache and config folders (a test run points
+# XDG_CACHE_HOME at a folder of its own) are not the user's to write.
+as_user() { runuser -u "$TEST_USER" -- env -u XDG_CACHE_HOME -u XDG_CONFIG_HOME -u XDG_DATA_HOME "$@"; }
 
 # --- the container stand-in ----------------------------------------------------------
 
