@@ -154,6 +154,11 @@ class Monitor:
                                gpus=total if isinstance(total, int) else None)  # fmt: skip
             view.replay_until = self.store.get_offsets(attempt.id)
             self.views[attempt.id] = view
+            if not attempt.live:
+                # Its verdict from its state until its lines say more: a job cancelled before it
+                # started writes none, and nothing else would diagnose it. What the store keeps of
+                # it (its root cause) waits for the lines.
+                self._publish_diagnosis(view, [], remember=False)
         view.attempt = attempt
         # An attempt first seen before it had an output dir is watched once it has one.
         if attempt.output_dir and attempt.output_dir not in self._dirs:
@@ -276,12 +281,15 @@ class Monitor:
         """The log agent's last status per cluster followed."""
         return dict(self._statuses)
 
-    def _publish_diagnosis(self, view: AttemptView, new: list[Observation], force: bool = False) -> None:
+    def _publish_diagnosis(
+        self, view: AttemptView, new: list[Observation], force: bool = False, remember: bool = True
+    ) -> None:
         diagnosis = view.triage.diagnose(view.attempt.state, cancelled=view.attempt.cancelled_by_operator)
         if force and view.diagnosis == diagnosis and not new:
             return
         view.diagnosis = diagnosis
-        self._remember(view, diagnosis)
+        if remember:
+            self._remember(view, diagnosis)
         self._emit(Triaged(view.attempt.id, diagnosis, view.triage.snapshot(view.attempt.state), new))
 
     def _remember(self, view: AttemptView, diagnosis: Diagnosis) -> None:
