@@ -235,6 +235,15 @@ cluster_stop() {
     # shellcheck disable=SC2046
     stop_daemons 5 $(bridge_names)
     rm -f "$RUN/config.sha"
+    # The cluster's user runs nothing but jobs: what still runs as it outlived its job's step (a
+    # real srtctl orchestrator waiting on services that are gone ignores SIGTERM).
+    # (-r: running or sleeping ones; a zombie is its parent's to reap, and cannot be killed.)
+    if pgrep -u "$TEST_USER" -r R,S,D,T,t >/dev/null 2>&1; then
+        warn "ending processes of $TEST_USER that outlived their jobs: $(pgrep -u "$TEST_USER" -r R,S,D,T,t | tr '\n' ' ')"
+        pkill -TERM -u "$TEST_USER" -r R,S,D,T,t 2>/dev/null || true
+        for _ in $(seq 50); do pgrep -u "$TEST_USER" -r R,S,D,T,t >/dev/null 2>&1 || break; sleep 0.1; done
+        pkill -KILL -u "$TEST_USER" -r R,S,D,T,t 2>/dev/null || true
+    fi
     # Whatever still runs in the namespace keeps it alive; an empty one is removed.
     if [[ -z $(ip netns pids "$NETNS" 2>/dev/null) ]]; then
         ip netns del "$NETNS" 2>/dev/null || true
