@@ -44,6 +44,7 @@ from console.paths import asset
 
 __all__ = [
     "CATEGORIES",
+    "FRAME_OPENER",
     "MAX_LINE_CHARS",
     "SEVERITIES",
     "TRACEBACK_OPENER",
@@ -997,7 +998,9 @@ _UNCAUGHT_RE: Final = re.compile(
 # How processes are stopped, not how they fail.
 _STOPPED_RE: Final = re.compile(r"^(?:KeyboardInterrupt|GeneratorExit|(?:\w+\.)*CancelledError|SystemExit(?:: 0)?)\s*$")
 TRACEBACK_OPENER: Final[str] = "recent call"
-"""A line without it (and outside a traceback) is matched as a line alone."""
+"""A line without it or :data:`FRAME_OPENER` (and outside a traceback) is matched as a line alone."""
+FRAME_OPENER: Final[str] = 'File "'
+"""A traceback's frame: a log excerpt may start inside a traceback, below its header."""
 
 
 def strip_prefixes(line: str) -> tuple[str, int, str]:
@@ -1026,6 +1029,8 @@ class _Traceback:
     chained: bool = False  # after "The above exception was the direct cause ..."
     cause: str | None = None  # the signature found on the previous exception of the chain
     stack: bool = False  # a stack dump (faulthandler, c10), not an exception traceback
+    headless: bool = False  # opened by a frame (the header was not in the log)
+    after_frame: bool = False  # the previous line was a frame: this one may be its source
 
 
 class MatchStream:
@@ -1053,7 +1058,7 @@ class MatchStream:
 
     def match(self, line: str) -> Finding | None:
         """The finding of this line (None for a traceback's frames)."""
-        if not self._open and TRACEBACK_OPENER not in line:
+        if not self._open and TRACEBACK_OPENER not in line and FRAME_OPENER not in line:
             return self._matcher.match_line(line)
         body, start, tag = strip_prefixes(line)
         stripped = body.strip()
@@ -1070,7 +1075,15 @@ class MatchStream:
                 if tb.chained:
                     cause = tb.cause
                 del self._open[tag]
-            elif not stripped or indent > tb.indent or stripped.startswith(('File "', "frame #")):
+            elif (
+                not stripped
+                or indent > tb.indent
+                or stripped.startswith((FRAME_OPENER, "frame #"))
+                # a pasted traceback that lost its indentation: a frame's source line
+                or (tb.after_frame and _UNCAUGHT_RE.match(stripped) is None)
+            ):
+                # (only where frames are not indented below the header: source lines are, elsewhere)
+                tb.after_frame = stripped.startswith(FRAME_OPENER) and indent <= tb.indent
                 if len(tb.frames) < _MAX_FRAMES:
                     frame = _FRAME_FILE_RE.match(body)
                     if frame is not None:
@@ -1091,6 +1104,10 @@ class MatchStream:
             self._open[tag] = _Traceback(indent=indent, cause=cause)
         elif _STACK_RE.search(stripped) is not None:
             self._open[tag] = _Traceback(indent=indent, stack=True)
+        elif finding is None and (frame := _FRAME_FILE_RE.match(body)) is not None and ", in " in stripped:
+            # A traceback whose header is not in the log (an excerpt, a rank's interleaved lines).
+            self._open[tag] = _Traceback(indent=indent, frames=[frame.group("path")], headless=True, after_frame=True)
+            return None
         return finding
 
     def _exception(self, line: str, body: str, start: int, tag: str, tb: _Traceback) -> Finding | None:
@@ -1105,7 +1122,8 @@ class MatchStream:
                     finding = self._matcher.framed_finding(sig, line, start + len(body) - len(body.lstrip()), captures)
                     break
         uncaught = self._matcher.uncaught_signature
-        if finding is None and uncaught is not None and tb.cause is None:
+        # (without the header, what follows the frames may be any line: only a known one counts)
+        if finding is None and uncaught is not None and tb.cause is None and not tb.headless:
             # An exception nothing knows, with no known cause earlier in its chain.
             text = body.strip()
             exception = _UNCAUGHT_RE.match(text)

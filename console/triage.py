@@ -37,7 +37,7 @@ from console.diagnosis import (
 )
 from console.prefilter import LineFilter
 from console.sanitize import clean_line
-from console.signatures import TRACEBACK_OPENER, Finding, Matcher, MatchStream, default_matcher
+from console.signatures import FRAME_OPENER, TRACEBACK_OPENER, Finding, Matcher, MatchStream, default_matcher
 from console.stages import SWEEP_LOG_RE, WORKER_FILE_RE, Stage, StageChange, StageSnapshot, StageTracker
 from console.templates import ERROR_HINT_LINE_STARTS, ERROR_HINT_LITERALS, is_error_level, line_template
 
@@ -850,7 +850,7 @@ def _line_filter(triage: Triage, name: str) -> LineFilter | None:
     if found is None:
         hints = ERROR_HINT_LITERALS if novel else ()
         found = LineFilter(
-            (*triage.matcher.keywords, *stage_keywords, TRACEBACK_OPENER, *hints),
+            (*triage.matcher.keywords, *stage_keywords, TRACEBACK_OPENER, FRAME_OPENER, *hints),
             line_starts=ERROR_HINT_LINE_STARTS if novel else (),
         )
         _FILTERS[key] = found

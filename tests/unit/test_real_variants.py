@@ -147,6 +147,35 @@ def test_traceback_frames_and_source_lines_are_context_not_findings(matcher: Mat
     assert feed(matcher, log) == [(5, "kv-cache-memory-insufficient", {"exception": "ValueError"})]
 
 
+def test_traceback_pasted_without_indentation_or_header_keeps_its_source_lines_quiet(matcher: Matcher) -> None:
+    frames = [
+        'File "/sgl/srt/distributed/device_communicators/pynccl_wrapper.py", line 375, in ncclCommInitRank',
+        "self.NCCL_CHECK(",
+        'File "/sgl/srt/distributed/device_communicators/pynccl_wrapper.py", line 350, in NCCL_CHECK',
+        'raise RuntimeError(f"NCCL error: {error_str}")',
+        "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+    ]
+    # Alone, the source line would be taken for an NCCL error (an error-level line naming NCCL).
+    assert matcher.match_line(frames[3]) is not None
+    # An excerpt that starts below the header, as pasted in an issue (every line at column 0) ...
+    assert [(no, sig) for no, sig, _ in feed(matcher, "\n".join(frames))] == [(5, "nccl-error")]
+    # ... and the same with its header.
+    assert [(no, sig) for no, sig, _ in feed(matcher, "\n".join(["Traceback (most recent call last):", *frames]))] == [
+        (6, "nccl-error")
+    ]
+    # A frame with no source line (frozen modules) is followed by the exception itself.
+    frozen = [
+        "Traceback (most recent call last):",
+        'File "<frozen importlib._bootstrap>", line 1176, in _find_and_load',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    ]
+    assert [(no, sig) for no, sig, _ in feed(matcher, "\n".join(frozen))] == [(3, "gpu-oom")]
+    # Without the header, what follows the frames is a known failure or nothing: a log line
+    # after a stack that `traceback.print_stack()` wrote is not taken for an uncaught exception.
+    printed = ['  File "/app/server.py", line 12, in serve', "    run()", "Started: server process [12]"]
+    assert feed(matcher, "\n".join(printed)) == []
+
+
 def test_prefixed_traceback_is_followed_per_process(matcher: Matcher) -> None:
     p = "(EngineCore_DP0 pid=59619) ERROR 10-15 08:32:29 [core.py:708] "
     log = "\n".join(
