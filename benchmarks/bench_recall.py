@@ -2,11 +2,15 @@
 
 Reads a YAML file of ``variants`` (``{id, line, source}``: a real failure line and the
 signature it must be found under) and ``benign`` (``{line, source}``: real lines that must
-match nothing), and prints recall by signature id and the false findings. The project's own
-set is tests/data/real-variants.yaml; a set kept apart from the project measures how the
-catalog generalises. Figures, not a test.
+match nothing), and prints recall by signature id and the false findings, with the figures
+of the regexes and family words alone beside them (without the resemblance to the corpus'
+lines, console/resemblance.py). The project's own set is the catalog's corpus,
+assets/real-lines.yaml (every line of it is found by a regex: the resemblance learns from it);
+a set kept apart from the project measures how the catalog generalises. ``--catalog`` reads
+other catalog files (an older catalog with its own corpus, to measure a set before learning
+from it). Figures, not a test.
 
-    .venv/bin/python benchmarks/bench_recall.py [FILE ...] [--json out.json] [--misses]
+    .venv/bin/python benchmarks/bench_recall.py [FILE ...] [--catalog CATALOG ...] [--json out.json] [--misses]
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from console.signatures import Matcher, default_matcher
+from console.signatures import Matcher, load_catalog
 
-DEFAULT = Path(__file__).resolve().parents[1] / "tests" / "data" / "real-variants.yaml"
+DEFAULT = Path(__file__).resolve().parents[1] / "assets" / "real-lines.yaml"
 
 
 def measure(matcher: Matcher, data: dict[str, list[dict[str, str]]]) -> dict[str, object]:
@@ -58,15 +62,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", type=Path, default=[DEFAULT])
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--misses", action="store_true", help="print every missed line")
+    parser.add_argument("--catalog", type=Path, action="append", help="a catalog file (default: the bundled one)")
     args = parser.parse_args(argv)
-    matcher = default_matcher()
+    catalog = load_catalog(*(args.catalog or ()))
+    matcher = Matcher(catalog)
+    alone = Matcher(catalog, resemblance=False)
     report = {}
     for path in args.files:
-        figures = measure(matcher, yaml.safe_load(path.read_text(encoding="utf-8")))
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        figures = measure(matcher, data)
+        peer = measure(alone, data)
+        figures["without_resemblance"] = {k: peer[k] for k in ("found", "recall", "false_findings")}
         report[str(path)] = figures
         print(f"{path}")
-        print(f"  recall           {figures['found']}/{figures['variants']} ({figures['recall']:.1%})")
-        print(f"  false findings   {len(figures['false_findings'])}/{figures['benign']} benign lines")  # type: ignore[arg-type]
+        print(
+            f"  recall           {figures['found']}/{figures['variants']} ({figures['recall']:.1%})"
+            f"   regexes and family words alone: {peer['found']}/{peer['variants']} ({peer['recall']:.1%})"
+        )
+        print(
+            f"  false findings   {len(figures['false_findings'])}/{figures['benign']} benign lines"  # type: ignore[arg-type]
+            f"   alone: {len(peer['false_findings'])}"  # type: ignore[arg-type]
+        )
         for sig, (ok, n) in figures["by_signature"].items():  # type: ignore[attr-defined]
             if ok < n or args.misses:
                 print(f"    {sig:34} {ok}/{n}")

@@ -116,6 +116,12 @@ class Observation:
         return self.finding.captures.get("family") if self.finding.family else None
 
     @property
+    def basis(self) -> str | None:
+        """How this failure was named when no regex of its signature matched (a family word, or
+        its resemblance to the signature's known lines), or None."""
+        return self.finding.basis
+
+    @property
     def key(self) -> tuple[str, str | None, str | None, str | None]:
         """What deduplication groups by."""
         return (self.id, self.node, self.worker, self.rank)
@@ -159,6 +165,8 @@ class FindingGroup:
         doc["unrecognised"] = self.first.generic
         if self.first.family is not None:
             doc["by_family"] = self.first.family
+        elif self.first.basis is not None:
+            doc["by_resemblance"] = self.first.finding.captures.get("resembles", "")
         return doc
 
 
@@ -478,9 +486,10 @@ def _clock(obs: list[Observation]) -> Callable[[Observation], float]:
 
 def _root(groups: list[FindingGroup]) -> FindingGroup | None:
     causes = [g for g in groups if not g.first.wrapper and not g.first.generic]
-    known = [g for g in causes if g.first.family is None]
-    family = [g for g in causes if g.first.family is not None]
-    # A cause a regex knows, then one named only by a family word in an error line.
+    known = [g for g in causes if not g.first.finding.family]
+    family = [g for g in causes if g.first.finding.family]
+    # A cause a regex knows, then one named only by a family word in an error line or by
+    # resemblance to known lines.
     specific = (
         [g for g in known if g.first.severity == "fatal"],
         [g for g in known if g.first.severity == "error"],
@@ -550,8 +559,8 @@ def _cause(root: FindingGroup) -> str:
         text = root.first.text.strip()
         line = text if len(text) <= 100 else text[:97] + "..."
         return f"{root.id} ({line})"
-    if root.first.family is not None:
-        return f"{root.id} ({root.first.finding.title}, by its family word {root.first.family!r})"
+    if root.first.basis is not None:
+        return f"{root.id} ({root.first.finding.title}, by {root.first.basis})"
     return f"{root.id} ({root.first.finding.title})"
 
 

@@ -41,6 +41,7 @@ import yaml
 
 from console.agent import literal_union, prefilter_sources
 from console.paths import asset
+from console.resemblance import BENIGN, FAILURE_WORDS, Resemblance
 
 __all__ = [
     "CATEGORIES",
@@ -102,7 +103,7 @@ _FIELDS: Final = frozenset(
     }
 )
 _REQUIRED: Final = ("id", "title", "category", "severity", "hint")
-_TOP_LEVEL: Final = frozenset({"version", "context", "error_lines", "warning_lines", "signatures"})
+_TOP_LEVEL: Final = frozenset({"version", "context", "error_lines", "warning_lines", "corpus", "signatures"})
 # CSI, OSC and two-character escape sequences (colour codes, titles, cursor moves).
 _ESCAPE: Final = r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?|[@-Z\\-_])"
 _ANSI_RE: Final = re.compile(_ESCAPE)
@@ -172,6 +173,10 @@ class Signature:
     # error-level line (the catalog's `error_lines`) holding one that no regex knows is
     # found under this signature, as a family match.
     family: tuple[str, ...] = ()
+    # The entry's own lines (validated: found under it, or not found): they teach the
+    # resemblance of lines no regex knows too.
+    examples: tuple[str, ...] = ()
+    benign: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,9 @@ class Catalog:
     sources: tuple[Path, ...] = ()
     error_lines: tuple[re.Pattern[str], ...] = ()
     warning_lines: tuple[re.Pattern[str], ...] = ()  # not error-level, though they quote an error
+    # Files of real labelled lines (assets/real-lines.yaml) that a line no regex knows is
+    # compared with (console.resemblance): none, and nothing is named by resemblance.
+    corpus: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -205,9 +213,20 @@ class Finding:
     span: tuple[int, int]
     captures: dict[str, str] = field(default_factory=dict, hash=False)
     generic: bool = False  # an error no specific signature knows (shown as unrecognised)
-    # Found by a family word in an error-level line, not by a regex of its signature: a
-    # cause, ranked below every regex-found one. ``captures["family"]`` holds the word.
+    # Found without a regex of its signature: by a family word in an error-level line
+    # (``captures["family"]`` holds the word) or by resemblance to the signature's known lines
+    # (``captures["resembles"]`` holds the words that weighed most). A cause, ranked below
+    # every regex-found one.
     family: bool = False
+
+    @property
+    def basis(self) -> str | None:
+        """How a finding that no regex of its signature made was named, or None."""
+        if not self.family:
+            return None
+        if "family" in self.captures:
+            return f"its family word {self.captures['family']!r}"
+        return f"its words ({self.captures.get('resembles', '')}), like its known lines"
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
@@ -266,6 +285,7 @@ def merge_catalog(base: Catalog, part: Catalog, source: Path | None = None) -> C
         sources=sources,
         error_lines=(*base.error_lines, *part.error_lines),
         warning_lines=(*base.warning_lines, *part.warning_lines),
+        corpus=tuple(dict.fromkeys((*base.corpus, *part.corpus))),
     )
 
 
@@ -282,7 +302,7 @@ def read_catalog_document(path: Path) -> object:
 
 
 def _load_file(path: Path, *, lazy: bool = False) -> Catalog:
-    part, problems = parse_catalog_document(read_catalog_document(path), str(path), lazy=lazy)
+    part, problems = parse_catalog_document(read_catalog_document(path), str(path), lazy=lazy, base=path.parent)
     if problems:
         raise CatalogError(problems[0])
     return part
@@ -294,10 +314,12 @@ def parse_catalog_document(
     line_of: Callable[[tuple[str | int, ...]], int | None] | None = None,
     *,
     lazy: bool = False,
+    base: Path | None = None,
 ) -> tuple[Catalog, list[str]]:
     """A catalog document's signatures and patterns (as a catalog to merge), and a message per
     problem. A document-level problem leaves nothing; a bad entry is left out with its message
-    (``where`` names the file, ``line_of`` the line of a key path when known)."""
+    (``where`` names the file, ``line_of`` the line of a key path when known). ``base`` is the
+    folder of the file: its ``corpus`` files are found there (none is read without it)."""
     empty = Catalog(signatures=())
     if not isinstance(data, dict):
         return empty, [f"{where}: the catalog must be a mapping with a 'signatures' list"]
@@ -319,6 +341,16 @@ def parse_catalog_document(
             patterns[name] = tuple(_compile(p, 0, f"{where}: {name} pattern #{i + 1}") for i, p in enumerate(raw))
         except CatalogError as exc:
             return empty, [str(exc)]
+    corpus = data.get("corpus", [])
+    corpus = [corpus] if isinstance(corpus, str) else corpus
+    if not isinstance(corpus, list) or not all(isinstance(c, str) and c.strip() for c in corpus):
+        return empty, [f"{where}: field 'corpus' must be a file name or a list of them"]
+    files = [base / c for c in corpus] if base is not None else []
+    for file in files:
+        try:
+            corpus_lines(file)  # read once, here: a bad corpus is named with its catalog
+        except CatalogError as exc:
+            return empty, [f"{where}: field 'corpus': {exc}"]
     signatures, problems = parse_entries(
         entries, where, line_of, key=("signatures",), context=patterns["context"], lazy=lazy
     )
@@ -327,6 +359,7 @@ def parse_catalog_document(
         context=patterns["context"],
         error_lines=patterns["error_lines"],
         warning_lines=patterns["warning_lines"],
+        corpus=tuple(files),
     )
     return part, problems
 
@@ -352,7 +385,7 @@ def parse_entries(
             sig = _parse_entry(label, index, entry, lazy=lazy)
             if sig.id in seen:
                 raise CatalogError(f"{label}: signature #{index} ({sig.id!r}): field 'id': duplicate id")
-            _check_examples(sig, entry, f"{label}: signature #{index} ({sig.id!r})", context)
+            sig = _check_examples(sig, entry, f"{label}: signature #{index} ({sig.id!r})", context)
         except CatalogError as exc:
             problems.append(str(exc))
             continue
@@ -361,14 +394,14 @@ def parse_entries(
     return signatures, problems
 
 
-def _check_examples(sig: Signature, entry: object, where: str, context: tuple[re.Pattern[str], ...]) -> None:
+def _check_examples(sig: Signature, entry: object, where: str, context: tuple[re.Pattern[str], ...]) -> Signature:
     """An entry's ``examples`` must be found under it (through its keywords), its ``benign``
-    lines must not."""
+    lines must not. The signature with its lines."""
     assert isinstance(entry, dict)
     examples = _lines_field(entry, "examples", where)
     benign = _lines_field(entry, "benign", where)
     if not examples and not benign:
-        return
+        return sig
     if sig.uncaught or sig.novel:
         raise CatalogError(f"{where}: field 'examples'/'benign': a signature without a regex has no lines to test")
     alone = Matcher(Catalog(signatures=(sig,), context=context))
@@ -379,6 +412,7 @@ def _check_examples(sig: Signature, entry: object, where: str, context: tuple[re
     for i, line in enumerate(benign, start=1):
         if alone.match_line(line) is not None:
             raise CatalogError(f"{where}: field 'benign' #{i}: matched, but must not be: {line!r}")
+    return replace(sig, examples=tuple(examples), benign=tuple(benign))
 
 
 def _lines_field(entry: dict[str, object], name: str, where: str) -> list[str]:
@@ -520,9 +554,11 @@ _SEVERITY_RANK: Final = {name: rank for rank, name in enumerate(SEVERITIES)}
 class Matcher:
     """Matches log lines against a catalog. Immutable and safe to share between threads."""
 
-    def __init__(self, catalog: Catalog, *, max_line_chars: int = MAX_LINE_CHARS) -> None:
+    def __init__(self, catalog: Catalog, *, max_line_chars: int = MAX_LINE_CHARS, resemblance: bool = True) -> None:
         if max_line_chars < 1:
             raise ValueError("max_line_chars must be positive")
+        if not resemblance:
+            catalog = replace(catalog, corpus=())
         self._catalog = catalog
         self._max = max_line_chars
         position = {sig.id: i for i, sig in enumerate(catalog.signatures)}
@@ -537,7 +573,12 @@ class Matcher:
         self._by_id: Mapping[str, Signature] = {sig.id: sig for sig in catalog.signatures}
         # A signature without line patterns (an uncaught exception's) is never tried on lines.
         self._unkeyed = tuple(sig for sig in self._ordered if not sig.keywords and sig.patterns)
-        self._keywords = tuple(sorted({k for sig in catalog.signatures for k in sig.keywords}))
+        keywords = {k for sig in catalog.signatures for k in sig.keywords}
+        if catalog.corpus:
+            # A line no regex can know is still looked at for resemblance when it holds a
+            # failure word: the words pass the prefilter (and select no signature).
+            keywords.update(FAILURE_WORDS)
+        self._keywords = tuple(sorted(keywords))
         # For lines that pass the prefilter (built on first use: a scan that skips every line
         # needs none of it): which keywords they hold, found in one pass (the
         # longest keyword starting at each position, plus the keywords it contains), and
@@ -572,6 +613,17 @@ class Matcher:
     @functools.cached_property
     def _family_words_held(self) -> _Words:
         return _Words(tuple(self._families))
+
+    @functools.cached_property
+    def _resemblance(self) -> Resemblance | None:
+        """The classifier of lines no regex knows (built on first use), None without a corpus."""
+        if not self._catalog.corpus:
+            return None
+        named = {sig.id for sig in self._catalog.signatures if not sig.generic}
+        labelled = [(line, label) for path in self._catalog.corpus for line, label in corpus_lines(path)]
+        for sig in self._catalog.signatures:
+            labelled += [(line, sig.id) for line in sig.examples] + [(line, BENIGN) for line in sig.benign]
+        return Resemblance((line, label) for line, label in labelled if label == BENIGN or label in named)
 
     @classmethod
     def from_paths(cls, *paths: str | Path, max_line_chars: int = MAX_LINE_CHARS) -> Matcher:
@@ -746,10 +798,10 @@ class Matcher:
                 stop_below = sig.priority
         if len(findings) > 1:
             findings.sort(key=_specificity)
-        if self._families and prepared.keyed and all(f.generic for f in findings):
+        if (self._families or self._catalog.corpus) and prepared.keyed and all(f.generic for f in findings):
             # No regex knows the line: a family word in an error-level line still names it,
             # ahead of an unrecognised error.
-            family = self._family(prepared)
+            family = self._family(prepared) or self._resemble(prepared)
             if family is not None:
                 # As severe as the line says: a glog `F` line that names Mooncake is a crash.
                 worst = min((f.severity for f in findings), key=_SEVERITY_RANK.__getitem__, default=family.severity)
@@ -776,6 +828,24 @@ class Matcher:
         while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "._"):
             start -= 1  # to the start of a named exception (`torch.OutOfMemoryError`)
         return self._finding(sig, prepared, start, len(text.rstrip()), {"family": word}, sig.wrapper, family=True)
+
+    def _resemble(self, prepared: _Prepared) -> Finding | None:
+        """The signature whose known lines a line no regex knows reads like (console.resemblance),
+        when it is not a warning."""
+        resemblance = self._resemblance
+        if resemblance is None:
+            return None
+        text = prepared.text
+        guess = resemblance.classify(text)
+        if guess is None or any(p.search(text) is not None for p in self._catalog.warning_lines):
+            return None
+        sig = self._by_id[guess.signature_id]
+        if sig.exclude is not None and sig.exclude.search(text) is not None:
+            return None
+        level = next((m for m in (p.search(text) for p in self._catalog.error_lines) if m is not None), None)
+        start = 0 if level is None else level.start()
+        captures = {"resembles": ", ".join(guess.words)}
+        return self._finding(sig, prepared, start, len(text.rstrip()), captures, sig.wrapper, family=True)
 
     def _try(self, sig: Signature, prepared: _Prepared) -> Finding | None:
         text = prepared.text
@@ -850,6 +920,31 @@ class Matcher:
             captures=captures,
             generic=sig.generic,
         )
+
+
+@functools.cache
+def corpus_lines(path: Path) -> tuple[tuple[str, str], ...]:
+    """A corpus file's lines with their labels (a signature id, or BENIGN), read once
+    (CatalogError when it cannot be read or is no corpus)."""
+    if not path.is_file():
+        raise CatalogError(f"no such file: {path}")
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{path}: cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("variants", []), list):
+        raise CatalogError(f"{path}: a corpus is a mapping with 'variants' and 'benign' lists")
+    out: list[tuple[str, str]] = []
+    for key in ("variants", "benign"):
+        entries = data.get(key)
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, dict) and isinstance(entry.get("line"), str):
+                label = entry.get("id") if key == "variants" else BENIGN
+                if isinstance(label, str):
+                    out.append((entry["line"], label))
+    return tuple(out)
 
 
 def _specificity(f: Finding) -> tuple[bool, int, bool, int]:

@@ -782,8 +782,8 @@ def _narrower(new: Observation, current: Observation) -> bool:
     startup before infra before runtime, then the higher priority)."""
     if current.generic != new.generic:
         return current.generic
-    if (current.family is None) != (new.family is None):
-        return current.family is not None  # a regex-found cause over a family match
+    if current.finding.family != new.finding.family:
+        return current.finding.family  # a regex-found cause over a family or resemblance match
     return (CATEGORY_RANK.get(new.category, 9), -new.finding.priority) < (
         CATEGORY_RANK.get(current.category, 9),
         -current.finding.priority,

@@ -92,7 +92,7 @@ def _merge_file(catalog: Catalog, path: Path, problems: list[str]) -> Catalog:
     except YamlError as exc:
         problems.append(f"{path}:{exc.line or 1}: {exc.message}")
         return catalog
-    part, found = parse_catalog_document(data, str(path), marks.line)
+    part, found = parse_catalog_document(data, str(path), marks.line, base=path.parent)
     problems += found
     return merge_catalog(catalog, part, path)
 

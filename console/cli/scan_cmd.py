@@ -182,7 +182,7 @@ def render_report(triage: Triage, diagnosis: Diagnosis, snapshot: StageSnapshot,
         out.append("root cause: none found")
     else:
         first = root.first
-        by = f" (by its family word {first.family!r}: no regex of it matched)" if first.family else ""
+        by = f" (by {first.basis}: no regex of it matched)" if first.basis else ""
         out.append(f"root cause: {root.id} - {first.finding.title} [{first.category}, {first.severity}]{by}")
         out.append(f"  first at {first.file}:{first.line_no}{_where(root)}")
         out.append(f"  | {_short(first.text)}")

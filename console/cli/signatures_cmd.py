@@ -21,7 +21,7 @@ from typing import Final
 from console.config import load_config
 from console.recipes.yamlio import YamlError, decode, load
 from console.sanitize import clean_line
-from console.signatures import Catalog, Matcher, bundled_catalog, merge_catalog, parse_catalog_document
+from console.signatures import Catalog, Finding, Matcher, bundled_catalog, merge_catalog, parse_catalog_document
 from console.triage import looks_binary, read_lines
 from console.user_signatures import user_catalog
 
@@ -36,8 +36,9 @@ class Hits:
     """What one signature named in one file."""
 
     count: int = 0
-    # line, text, shown as (another signature), the family word that found it (no regex did)
-    lines: list[tuple[int, str, str | None, str | None]] = field(default_factory=list)
+    # line, text, shown as (another signature), and when no regex found it: the family word
+    # that did, or the words by which it resembles the signature's known lines
+    lines: list[tuple[int, str, str | None, str | None, str | None]] = field(default_factory=list)
 
 
 def cmd_signatures(args: argparse.Namespace) -> int:
@@ -69,8 +70,8 @@ def cmd_signatures(args: argparse.Namespace) -> int:
             "catalog": origin,
             "problems": problems,
             "files": {
-                name: {sig: {"count": h.count, "lines": [{"line_no": n, "text": t, "shown_as": w, "family": f}
-                                                         for n, t, w, f in h.lines]}
+                name: {sig: {"count": h.count, "lines": [{"line_no": n, "text": t, "shown_as": w, "family": f,
+                                                          "resembles": r} for n, t, w, f, r in h.lines]}
                        for sig, h in hits.items()}
                 for name, hits in report.items()
             },
@@ -88,10 +89,12 @@ def cmd_signatures(args: argparse.Namespace) -> int:
             sig = matcher.signature(sig_id)
             print(f"  {sig_id} ({sig.category}, {sig.severity}{', unrecognised' if sig.generic else ''}) "
                   f"x{found.count}")  # fmt: skip
-            for line_no, text, shown_as, family in found.lines:
+            for line_no, text, shown_as, family, resembles in found.lines:
                 note = f"  [shown as {shown_as}]" if shown_as else ""
                 if family:
                     note += f"  [by its family word {family!r}: no regex of it matched]"
+                elif resembles is not None:
+                    note += f"  [by its words ({resembles}), like its known lines: no regex of it matched]"
                 print(f"    {line_no}: {text}{note}")
             if found.count > len(found.lines):
                 print(f"    ... {found.count - len(found.lines)} more")
@@ -108,7 +111,7 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, list[str], str]:
             return bundled_catalog(), [f"{path}: cannot read: {exc.strerror or exc}"], "bundled"
         except YamlError as exc:
             return bundled_catalog(), [f"{path}:{exc.line or 1}: {exc.message}"], "bundled"
-        part, problems = parse_catalog_document(data, str(path), marks.line)
+        part, problems = parse_catalog_document(data, str(path), marks.line, base=path.parent)
         return merge_catalog(bundled_catalog(), part, path), problems, f"bundled + {path}"
     config = load_config(getattr(args, "config", None))
     catalog, problems = user_catalog(config)
@@ -123,22 +126,25 @@ def test_file(matcher: Matcher, path: Path, only: str | None = None, *, keep: in
     hits: dict[str, Hits] = {}
     stream = matcher.stream()
 
-    def add(sig_id: str, line_no: int, text: str, shown_as: str | None, family: str | None = None) -> None:
+    def add(sig_id: str, line_no: int, text: str, shown_as: str | None, finding: Finding | None = None) -> None:
         found = hits.setdefault(sig_id, Hits())
         found.count += 1
         if keep is None or len(found.lines) < keep:
-            found.lines.append((line_no, clean_line(text, _TEXT_CHARS), shown_as, family))
+            family = resembles = None
+            if finding is not None and finding.family:
+                family = finding.captures.get("family")
+                resembles = None if family is not None else finding.captures.get("resembles", "")
+            found.lines.append((line_no, clean_line(text, _TEXT_CHARS), shown_as, family, resembles))
 
     with path.open("rb") as fh:
         for line_no, line in enumerate(read_lines(fh), start=1):
             finding = stream.match(line)
             winner = finding.signature_id if finding is not None else None
-            family = finding.captures.get("family") if finding is not None and finding.family else None
             if only is None:
                 if winner is not None:
-                    add(winner, line_no, line, None, family)
+                    add(winner, line_no, line, None, finding)
             elif winner == only:
-                add(only, line_no, line, None, family)
+                add(only, line_no, line, None, finding)
             elif any(f.signature_id == only for f in matcher.match_all(line)):
                 add(only, line_no, line, winner or "nothing: inside a traceback")
     return hits

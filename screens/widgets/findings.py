@@ -233,7 +233,7 @@ class FindingsPanel(Vertical):
         except KeyError:
             hint = ""
         text = Text(f"{row.title}", "bold")
-        by = f"; by its family word {row.first.family!r}, no regex of it matched" if row.first.family else ""
+        by = f"; by {row.first.basis}, no regex of it matched" if row.first.basis else ""
         text.append(f" (first at {_where(row.first)}{by}): ", "italic")
         text.append(hint)
         if text != self._hint:  # the same hint again: no layout pass (its height follows its text)

@@ -22,10 +22,11 @@ from console.diagnosis import Observation
 from console.prefilter import LONG_LINE, LineFilter
 from console.triage import Triage, feed_file, read_lines
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
 REAL_LOGS = DATA / "real-logs"
 REAL_SRTCTL = DATA / "real-srtctl"
-VARIANTS = yaml.safe_load((DATA / "real-variants.yaml").read_text(encoding="utf-8"))["variants"]
+VARIANTS = yaml.safe_load((ROOT / "assets" / "real-lines.yaml").read_text(encoding="utf-8"))["variants"]
 ENGINES = ["re"] + (["hyperscan"] if prefilter.engine() == "hyperscan" else [])
 
 

@@ -111,11 +111,11 @@ def test_a_known_failure_with_its_wrappers_names_the_specific_cause_on_its_line(
             "2026-12-01 09:47:00.123 | ERROR    | srtctl.cli:main:42 - Benchmark harness returned no results",
             "unrecognised-error",
         ),
-        ("[2026-08-21 10:01:30] FATAL: could not open shared memory segment", "unrecognised-fatal"),
+        ("[2026-08-21 10:01:30] FATAL: could not open the gizmo registry", "unrecognised-fatal"),
         ("panic: runtime error: invalid memory address or nil pointer dereference", "unrecognised-fatal"),
         ("thread 'tokio-runtime-worker' panicked at lib/llm/src/kv_router.rs:88:14:", "unrecognised-fatal"),
         ("fatal error: concurrent map writes", "unrecognised-fatal"),
-        ("F0812 10:00:00.123456  1234 queue_pool.cpp:12] Check failed: slot != nullptr", "unrecognised-fatal"),
+        ("F0812 10:00:00.123456  1234 frob.cpp:12] Check failed: gizmo != nullptr", "unrecognised-fatal"),
         ("srun: error: gpu-07: task 3: Exited with exit code 1", "srun-task-failed"),
     ],
 )

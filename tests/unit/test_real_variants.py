@@ -1,5 +1,5 @@
 """The catalog against real material: lines and whole logs from public issues and the
-engines' sources (tests/data/real-variants.yaml, tests/data/real-logs/), and the line-level
+engines' sources (assets/real-lines.yaml, tests/data/real-logs/), and the line-level
 normalisation real logs need (tracebacks, long lines, redraws, colours, JSON)."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from console.cli.scan_cmd import scan_paths
 from console.signatures import Matcher, load_catalog, strip_prefixes
 from console.triage import read_lines
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-VARIANTS = yaml.safe_load((DATA / "real-variants.yaml").read_text(encoding="utf-8"))
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+VARIANTS = yaml.safe_load((ROOT / "assets" / "real-lines.yaml").read_text(encoding="utf-8"))
 LOGS = yaml.safe_load((DATA / "real-logs" / "manifest.yaml").read_text(encoding="utf-8"))["logs"]
 REFERENCE = yaml.safe_load((DATA / "failure-examples.yaml").read_text(encoding="utf-8"))
 

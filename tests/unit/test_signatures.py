@@ -35,7 +35,7 @@ EXAMPLE_CASES = [
 ]
 BENIGN_CASES = [pytest.param(line, id=f"benign-{i}") for i, line in enumerate(EXAMPLES["benign"])]
 # Real lines collected from public issues and sources (tests/unit/test_real_variants.py).
-REAL = yaml.safe_load((EXAMPLES_FILE.parent / "real-variants.yaml").read_text(encoding="utf-8"))
+REAL = yaml.safe_load((EXAMPLES_FILE.parents[2] / "assets" / "real-lines.yaml").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")

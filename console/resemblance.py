@@ -1,0 +1,199 @@
+"""Naming a failure line that no regex knows by the known lines it reads like.
+
+The catalog's regexes are written for families of messages, yet a release, an engine or a
+wrapper words the same failure anew every week. This is the last specific resort before a line
+is called unrecognised: a multinomial naive Bayes over the line's words, trained on the
+catalog's corpus of real lines (``assets/real-lines.yaml``: each failure line under its
+signature, each benign line, alarming words in a healthy run, under a class of its own) and on
+the ``examples`` and ``benign`` lines of the catalog's entries, so an operator's catalog
+teaches it too.
+
+It is conservative on purpose: only a line that says a failure in words (:data:`FAILURE_WORDS`
+as words of its message, not of its level, a path or a function's name; an error code's
+`Error`/`FAILED` counts), that is no line of a stack dump and no warning (the catalog's
+``warning_lines``, checked by the matcher) is looked at, the benign class starts ahead (:data:`BENIGN_HEAD_START`), a
+signature is named only by a clear margin over the runner-up (:data:`MARGIN`), and only when
+the single known line nearest to it (idf-weighted cosine of their words) is that signature's
+rather than a benign one (pooled words can outvote one benign line that says the very same).
+The figures were chosen on held-out real lines (benchmarks/bench_recall.py prints what the
+resemblance adds).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["BENIGN", "FAILURE_WORDS", "Guess", "Resemblance", "words"]
+
+BENIGN: Final = ""
+"""The class of benign lines (no signature)."""
+
+FAILURE_WORDS: Final = frozenset((
+    "error", "errors", "fail", "failed", "failing", "failure", "failures", "fatal", "abort", "aborted",
+    "aborting", "kill", "killed", "timeout", "timed", "refused", "exception", "unable", "cannot", "could",
+    "couldn", "crash", "crashed", "died", "dead", "unhealthy", "invalid", "terminated", "denied", "oom",
+    "panic", "panicked", "sigkill", "sigsegv", "sigabrt", "signal", "unavailable", "exit", "exited",
+    "insufficient", "exceeded", "lost", "unreachable", "violation", "corrupt", "corrupted", "mismatch",
+    "unsupported",
+))  # fmt: skip
+"""A line is looked at only when it says one of these (see :meth:`Resemblance.classify`)."""
+
+MARGIN: Final = 2.0
+"""Log-odds by which the best signature must beat the runner-up (a signature or benign)."""
+
+BENIGN_HEAD_START: Final = 6.0
+"""Log-odds added to the benign class: a healthy run's alarming line stays quiet unless its
+words clearly belong to a failure."""
+
+_SMOOTHING: Final = 0.1
+_DIGITS = re.compile(r"\d+")
+_CODE_WORDS: Final = frozenset(("error", "errors", "err", "fail", "failed", "failure", "fatal", "abort", "aborted"))
+_PLAIN = re.compile(r"(?<![\w])[A-Za-z]+(?![\w])")  # a word, not a part of a name (`rpc_kill_job`)
+_PATH = re.compile(r"[^\s'\"(),;=]*/[^\s'\"(),;]*")
+_LEVEL = re.compile(r"(?<![\w./-])(?:ERROR|FATAL|CRITICAL|ERR)(?![\w/-])|\[(?:error|fatal|crit)\]|level=\w+")
+# Lines of a stack dump are context, not a report, whatever their words (`checkTimeout`): a
+# native frame (PyTorch's `frame #3: ...`, gdb's and glibc's `#3 0x...`), the header of
+# PyTorch's C++ stack, a Python traceback's header, frames and links of its cause chain.
+_STACK: Final = re.compile(
+    r"(?:^|[\s)\]:])frame #\d{1,4}: "
+    r"|(?:^|\s)#\s?\d{1,4} {1,4}0x[0-9a-fA-F]{4,}"
+    r"|Exception raised from \S{1,200} at \S{1,300} \(most recent call first\)"
+    r"|Traceback \(most recent call last\)"
+    r'|(?:^|\s)File "[^"\n]{1,400}", line \d{1,7}, in '
+    r"|The above exception was the direct cause of the following exception"
+    r"|During handling of the above exception, another exception occurred"
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z_]+")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+# Words that say nothing of a failure: English glue, and a log format's own words (logfmt's
+# `time=... level=error msg=...` would make any such line read like etcd's).
+_STOP: Final = frozenset((
+    "the", "an", "of", "to", "in", "on", "for", "is", "at", "by", "with", "and", "or", "be", "was", "were",
+    "not", "no", "from", "this", "that", "it", "as", "are", "has", "have", "had", "will", "can", "did",
+    "does", "do", "than",
+    "msg", "level", "time", "ts", "caller",
+))  # fmt: skip
+
+
+def words(text: str) -> list[str]:
+    """The line's words, lowercased: a CamelCase or snake_case name gives its parts and itself
+    (``_kgspIsHeartbeatTimedOut`` names a heartbeat that timed out); numbers, hex and one
+    letters are left out."""
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        parts = [p for p in _CAMEL.sub("_", word).split("_") if len(p) > 1]
+        low = word.lower()
+        if len(parts) > 1:
+            out.extend(p.lower() for p in parts)
+            out.append(low.strip("_"))
+        else:
+            out.append(low)
+    return [w for w in out if len(w) > 1 and w not in _STOP]
+
+
+@dataclass(frozen=True)
+class Guess:
+    """A signature named by resemblance: by how much it won, and the words that weighed most."""
+
+    signature_id: str
+    margin: float
+    words: tuple[str, ...]
+
+
+class Resemblance:
+    """The classifier (see the module's doc). Classes are signature ids and :data:`BENIGN`."""
+
+    def __init__(self, labelled: Iterable[tuple[str, str]]) -> None:
+        counts: dict[str, Counter[str]] = {}
+        docs: list[tuple[frozenset[str], str]] = []
+        for line, label in labelled:
+            bag = frozenset(words(line))
+            counts.setdefault(label, Counter()).update(bag)
+            docs.append((bag, label))
+        self._classes: tuple[str, ...] = tuple(sorted(counts))
+        vocabulary = {w for c in counts.values() for w in c}
+        size = len(vocabulary)
+        totals = [sum(counts[c].values()) for c in self._classes]
+        # Per class: the log-probability of a word never seen with it, and per word the
+        # difference a sighting makes (so a line costs one add per known word and class).
+        self._unseen = [math.log(_SMOOTHING / (t + _SMOOTHING * size)) for t in totals]
+        # (arrays of doubles: a third of the memory of lists of floats)
+        self._seen: dict[str, array[float]] = {}
+        for word in vocabulary:
+            self._seen[word] = array(
+                "d",
+                (
+                    math.log((counts[c][word] + _SMOOTHING) / (t + _SMOOTHING * size)) - u
+                    for c, t, u in zip(self._classes, totals, self._unseen, strict=True)
+                ),
+            )
+        self._benign = self._classes.index(BENIGN) if BENIGN in self._classes else -1
+        # For the nearest known line: each word's idf and the lines (index, label) holding it.
+        frequency = Counter(w for bag, _ in docs for w in bag)
+        self._idf = {w: math.log((len(docs) + 1) / n) for w, n in frequency.items()}
+        self._norms = [math.sqrt(sum(self._idf[w] ** 2 for w in bag)) or 1.0 for bag, _ in docs]
+        self._labels = [label for _, label in docs]
+        self._holding: dict[str, list[int]] = {}
+        for index, (bag, _) in enumerate(docs):
+            for word in bag:
+                self._holding.setdefault(word, []).append(index)
+
+        # A log repeats its lines with other numbers: each template is classified once (numbers
+        # are no words, so masking them changes nothing). lru_cache is thread-safe.
+        self._cached = functools.lru_cache(maxsize=4096)(self._classify)
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self._classes
+
+    def looks_at(self, text: str) -> bool:
+        """Whether the line holds a failure word (only such lines are classified)."""
+        return not FAILURE_WORDS.isdisjoint(words(text))
+
+    def classify(self, text: str) -> Guess | None:
+        """The signature the line reads like, or None (benign, unclear, or no failure word)."""
+        return self._cached(_DIGITS.sub("0", text))
+
+    def _classify(self, text: str) -> Guess | None:
+        found = [w for w in dict.fromkeys(words(text)) if w in self._seen]
+        if len(self._classes) < 2 or _STACK.search(text) is not None:
+            return None
+        # The failure must be said: not by a level (`[ERROR]`: argparse's usage printed at
+        # ERROR line by line is no failure) or a path (`runs/mocker-kill-a1/`); in a name,
+        # only an error code's words count (`cudaErrorIllegalAddress`, not `_rpc_kill_job`).
+        said = _PATH.sub(" ", _LEVEL.sub(" ", text))
+        if FAILURE_WORDS.isdisjoint(w.lower() for w in _PLAIN.findall(said)) and _CODE_WORDS.isdisjoint(words(said)):
+            return None
+        scores = [u * len(found) for u in self._unseen]
+        for word in found:
+            for i, extra in enumerate(self._seen[word]):
+                scores[i] += extra
+        if self._benign >= 0:
+            scores[self._benign] += BENIGN_HEAD_START
+        ranked = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+        best, second = ranked[0], ranked[1]
+        margin = scores[best] - scores[second]
+        if best == self._benign or margin < MARGIN or self._nearest(found) in (BENIGN, None):
+            return None
+        # The words that favour the winner most over the runner-up: what the operator is shown.
+        weigh = sorted(found, key=lambda w: self._seen[w][best] - self._seen[w][second], reverse=True)
+        return Guess(self._classes[best], round(margin, 1), tuple(weigh[:3]))
+
+    def _nearest(self, found: list[str]) -> str | None:
+        """The label of the known line most like these words (idf-weighted cosine)."""
+        dot: dict[int, float] = {}
+        for word in found:
+            weight = self._idf[word] ** 2
+            for index in self._holding[word]:
+                dot[index] = dot.get(index, 0.0) + weight
+        if not dot:
+            return None
+        index = max(dot, key=lambda i: dot[i] / self._norms[i])
+        return self._labels[index]

@@ -1,0 +1,206 @@
+"""Resemblance: a failure line that no regex knows is named by the known lines it reads like
+(the catalog's corpus of real lines, its entries' examples), below every regex-found cause and
+family match; benign lines, warnings and stack context stay quiet."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from console.resemblance import BENIGN, Resemblance, words
+from console.signatures import CatalogError, Matcher, bundled_catalog_path, default_matcher, load_catalog
+from console.triage import Triage
+
+# Lines no regex of the bundled catalog knows (checked below), each reading like one failure.
+UNSEEN = [
+    (
+        "E1205 10:00:01.000000 77 rdma_context.cpp:12] Failed to register the buffer with the RDMA device",
+        "mooncake-register-memory-failed",
+    ),
+    ("host-3:77:88 [0] NCCL WARN IB: the queue pair to peer host-4 went to the error state", "nccl-ib-error"),
+]
+
+
+def test_words_split_names_and_leave_numbers_out() -> None:
+    got = words("[rank3] _kgspIsHeartbeatTimedOut: 0x7f12 register_local_memory failed on 10.0.0.2")
+    assert {"heartbeat", "timed", "out", "kgspisheartbeattimedout", "register", "local", "memory", "failed"} <= set(got)
+    assert not any(w[0].isdigit() for w in got) and "the" not in words("the end")
+
+
+def _toy() -> Resemblance:
+    return Resemblance(
+        [
+            ("NCCL WARN socket connect to peer 10.0.0.2 failed: connection refused", "nccl-socket-failure"),
+            ("NCCL WARN socket recv from peer failed: connection reset", "nccl-socket-failure"),
+            ("bootstrap: socket connect to rank 3 timed out", "nccl-socket-failure"),
+            (
+                "misc/socket.cc:484 NCCL WARN socket connect to 10.0.0.3 failed, retries exhausted",
+                "nccl-socket-failure",
+            ),
+            ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "gpu-oom"),
+            ("RuntimeError: CUDA error: out of memory", "gpu-oom"),
+            ("HIP out of memory. Tried to allocate 1.50 GiB on device 3", "gpu-oom"),
+            ("grpc: failed to reconnect to the metrics collector, will retry", BENIGN),
+            ("metrics exporter: connection to collector failed, retrying", BENIGN),
+        ]
+    )
+
+
+def test_a_line_is_named_by_the_words_it_shares_with_a_signatures_lines() -> None:
+    guess = _toy().classify("gloo: NCCL WARN socket connect to peer 10.0.0.7 failed after 3 attempts")
+    assert guess is not None and guess.signature_id == "nccl-socket-failure"
+    assert guess.margin >= 2.0 and "socket" in guess.words
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "socket connect to peer 10.0.0.7 established",  # no failure word
+        "metrics exporter: connection to collector failed again, retrying",  # reads like benign lines
+        "the frobnicator failed",  # no word it knows beyond the failure word: no clear winner
+        "frame #3: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout() + 0x1d2 (socket connect failed)",  # a stack frame
+    ],
+)
+def test_unclear_benign_and_stack_lines_are_not_named(line: str) -> None:
+    assert _toy().classify(line) is None
+
+
+def test_the_bundled_corpus_names_unseen_lines_below_the_regexes() -> None:
+    matcher = default_matcher()
+    regexes_only = Matcher(load_catalog(), resemblance=False)
+    for line, expected in UNSEEN:
+        assert regexes_only.match_line(line) is None, line  # no regex knows it
+        finding = matcher.match_line(line)
+        assert finding is not None and (finding.signature_id, finding.family) == (expected, True), line
+        assert finding.basis is not None and finding.basis.startswith("its words (")
+        assert finding.captures["resembles"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a glog W line and a Python warning that say the same
+        "W1205 10:00:01.000000 77 rdma_context.cpp:12] Failed to register the buffer with the RDMA device",
+        "WARNING 12-05 10:00:01 [nccl.py:12] NCCL WARN IB: the queue pair to peer host-4 went to the error state",
+        # PyTorch's C++ stack: its header and frames are context
+        "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:609"
+        " (most recent call first):",
+        "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<long>) + 0x1d2 (0x7f3b in libtorch.so)",
+    ],
+)
+def test_warnings_and_stack_context_are_not_named_by_resemblance(line: str) -> None:
+    finding = default_matcher().match_line(line)
+    assert finding is None or "resembles" not in finding.captures, (line, finding)
+
+
+def test_a_regex_found_cause_is_the_root_over_an_earlier_resemblance() -> None:
+    triage = Triage()
+    triage.feed(
+        "logs/n1_decode_w0.out",
+        [
+            "[2026-12-01 10:00:00 TP0] " + UNSEEN[1][0],
+            "[2026-12-01 10:00:05 TP0] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        ],
+    )
+    d = triage.diagnose("FAILED")
+    assert d.root_cause is not None and d.root_cause.id == "gpu-oom"
+
+
+def test_a_resemblance_is_the_root_over_an_unrecognised_error_and_says_how_it_was_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from console.cli import main
+
+    log = tmp_path / "prefill_w0.out"
+    log.write_text(
+        "2026-12-01 09:59:00 [ERROR] the sweep could not read its state file\n" + UNSEEN[0][0] + "\n",
+        encoding="utf-8",
+    )
+    triage = Triage()
+    triage.feed("logs/prefill_w0.out", log.read_text(encoding="utf-8").splitlines())
+    d = triage.diagnose("FAILED")
+    assert d.root_cause is not None and d.root_cause.id == "mooncake-register-memory-failed"
+    doc = d.root_cause.to_json()
+    assert "by_family" not in doc and doc["by_resemblance"]
+    assert "mooncake-register-memory-failed (" in d.advice and ", by its words (" in d.advice
+    main(["scan", str(log)])
+    out = capsys.readouterr().out
+    assert "root cause: mooncake-register-memory-failed" in out
+    assert "(by its words (" in out and "like its known lines: no regex of it matched)" in out
+
+
+SITE = """\
+version: 1
+signatures:
+  - id: site-lustre-quota
+    title: Lustre project quota exceeded
+    category: infra
+    severity: fatal
+    priority: 60
+    keywords: [disk quota exceeded]
+    regex: 'Disk quota exceeded'
+    hint: The project's Lustre quota is full; clean the checkpoints.
+    examples:
+      - 'OSError: [Errno 122] Disk quota exceeded: /lustre/proj/ckpt/model-00001.safetensors'
+      - 'write(/lustre/proj/ckpt/x.bin) failed: Disk quota exceeded (lustre project quota)'
+    benign:
+      - 'INFO lustre quota for project inference: 71% used'
+"""
+
+
+def test_an_operators_examples_teach_the_resemblance(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from console.cli import main
+
+    site = tmp_path / "site.yaml"
+    site.write_text(SITE, encoding="utf-8")
+    line = "ERROR checkpoint writer: lustre project quota exhausted, write of /lustre/proj/ckpt failed"
+    finding = Matcher(load_catalog(bundled_catalog_path(), site)).match_line(line)
+    assert finding is not None and finding.signature_id == "site-lustre-quota" and finding.family
+    # alone, a catalog names nothing by resemblance: no corpus
+    assert Matcher(load_catalog(site)).match_line(line) is None
+    log = tmp_path / "w0.out"
+    log.write_text("[2026-12-01 10:00:00 TP0] Load weight begin.\n" + line + "\n", encoding="utf-8")
+    assert main(["signatures", "test", "--catalog", str(site), str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "  site-lustre-quota (infra, fatal) x1\n    2: ERROR checkpoint writer" in out
+    assert "like its known lines: no regex of it matched]" in out
+    assert main(["signatures", "test", "--catalog", str(site), str(log), "--json"]) == 0
+    lines = json.loads(capsys.readouterr().out)["files"][str(log)]["site-lustre-quota"]["lines"]
+    assert [(x["line_no"], x["family"], bool(x["resembles"])) for x in lines] == [(2, None, True)]
+
+
+def test_a_corpus_is_read_beside_its_catalog_and_a_missing_one_is_named(tmp_path: Path) -> None:
+    (tmp_path / "lines.yaml").write_text(
+        textwrap.dedent(
+            """\
+            variants:
+            - {id: site-lustre-quota, line: 'lustre: project quota exhausted on ost3, write failed', source: site}
+            benign:
+            - {line: 'lustre: quota report failed to render, retrying', source: site}
+            """
+        ),
+        encoding="utf-8",
+    )
+    good = tmp_path / "good.yaml"
+    good.write_text(SITE.replace("version: 1\n", "version: 1\ncorpus: lines.yaml\n"), encoding="utf-8")
+    assert load_catalog(good).corpus == (tmp_path / "lines.yaml",)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(SITE.replace("version: 1\n", "version: 1\ncorpus: [gone.yaml]\n"), encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"bad.yaml: field 'corpus': no such file: .*gone.yaml"):
+        load_catalog(bad)
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(SITE.replace("version: 1\n", "version: 1\ncorpus: {a: 1}\n"), encoding="utf-8")
+    with pytest.raises(CatalogError, match="field 'corpus' must be a file name or a list of them"):
+        load_catalog(wrong)
+
+
+@pytest.mark.parametrize(("text", "message"), [("variants: [\n  - broken", "not valid YAML"), ("- a\n", "a corpus is")])
+def test_a_corpus_that_cannot_be_parsed_is_named(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "lines.yaml").write_text(text, encoding="utf-8")
+    site = tmp_path / "site.yaml"
+    site.write_text(SITE.replace("version: 1\n", "version: 1\ncorpus: lines.yaml\n"), encoding="utf-8")
+    with pytest.raises(CatalogError, match=f"site.yaml: field 'corpus': .*lines.yaml: {message}"):
+        load_catalog(site)
