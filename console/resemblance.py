@@ -41,7 +41,7 @@ FAILURE_WORDS: Final = frozenset((
     "couldn", "crash", "crashed", "died", "dead", "unhealthy", "invalid", "terminated", "denied", "oom",
     "panic", "panicked", "sigkill", "sigsegv", "sigabrt", "signal", "unavailable", "exit", "exited",
     "insufficient", "exceeded", "lost", "unreachable", "violation", "corrupt", "corrupted", "mismatch",
-    "unsupported",
+    "unsupported", "enough", "illegal", "hung", "stuck",
 ))  # fmt: skip
 """A line is looked at only when it says one of these (see :meth:`Resemblance.classify`)."""
 
