@@ -8,15 +8,19 @@ lines, console/resemblance.py). The project's own set is the catalog's corpus,
 assets/real-lines.yaml (every line of it is found by a regex: the resemblance learns from it);
 a set kept apart from the project measures how the catalog generalises. ``--catalog`` reads
 other catalog files (an older catalog with its own corpus, to measure a set before learning
-from it). Figures, not a test.
+from it). ``--cross-validate`` measures the resemblance alone on the corpus, five folds by
+source (each fold's lines are classified by a model that never saw their sources). Figures,
+not a test.
 
     .venv/bin/python benchmarks/bench_recall.py [FILE ...] [--catalog CATALOG ...] [--json out.json] [--misses]
+    .venv/bin/python benchmarks/bench_recall.py --cross-validate
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from collections import Counter
 from pathlib import Path
@@ -25,7 +29,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from console.signatures import Matcher, load_catalog
+from console.resemblance import BENIGN, Resemblance
+from console.signatures import Catalog, Matcher, load_catalog
 
 DEFAULT = Path(__file__).resolve().parents[1] / "assets" / "real-lines.yaml"
 
@@ -57,14 +62,50 @@ def measure(matcher: Matcher, data: dict[str, list[dict[str, str]]]) -> dict[str
     }
 
 
+def cross_validate(catalog: Catalog, folds: int = 5) -> None:
+    """The resemblance alone on the catalog's corpus, ``folds`` folds by source."""
+    named = {sig.id for sig in catalog.signatures if not sig.generic}
+    items: list[tuple[str, str, str]] = []
+    for path in catalog.corpus:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        items += [(v["line"], v["id"], v["source"]) for v in data.get("variants", []) if v["id"] in named]
+        items += [(b["line"], BENIGN, b["source"]) for b in data.get("benign", [])]
+    sources = sorted({source for *_, source in items})
+    random.Random(7).shuffle(sources)
+    fold = {source: i % folds for i, source in enumerate(sources)}
+    right = wrong = failures = fired = benign = 0
+    for k in range(folds):
+        model = Resemblance((line, label) for line, label, source in items if fold[source] != k)
+        for line, label, source in items:
+            if fold[source] != k:
+                continue
+            warning = any(p.search(line) for p in catalog.warning_lines)
+            guess = None if warning else model.classify(line)
+            if label == BENIGN:
+                benign += 1
+                fired += guess is not None
+            else:
+                failures += 1
+                right += guess is not None and guess.signature_id == label
+                wrong += guess is not None and guess.signature_id != label
+    print(f"resemblance alone, {folds} folds by source ({len(sources)} sources)")
+    print(f"  failure lines named right   {right}/{failures} ({right / max(1, failures):.1%})")
+    print(f"  named under another id      {wrong}/{failures} ({wrong / max(1, failures):.1%})")
+    print(f"  benign lines named          {fired}/{benign} ({fired / max(1, benign):.1%})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path, default=[DEFAULT])
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--misses", action="store_true", help="print every missed line")
     parser.add_argument("--catalog", type=Path, action="append", help="a catalog file (default: the bundled one)")
+    parser.add_argument("--cross-validate", action="store_true", help="the resemblance alone on the corpus")
     args = parser.parse_args(argv)
     catalog = load_catalog(*(args.catalog or ()))
+    if args.cross_validate:
+        cross_validate(catalog)
+        return 0
     matcher = Matcher(catalog)
     alone = Matcher(catalog, resemblance=False)
     report = {}
