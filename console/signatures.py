@@ -801,7 +801,7 @@ class Matcher:
         if (self._families or self._catalog.corpus) and prepared.keyed and all(f.generic for f in findings):
             # No regex knows the line: a family word in an error-level line still names it,
             # ahead of an unrecognised error.
-            family = self._family(prepared) or self._resemble(prepared)
+            family = (self._family(prepared) if self._families else None) or self._resemble(prepared)
             if family is not None:
                 # As severe as the line says: a glog `F` line that names Mooncake is a crash.
                 worst = min((f.severity for f in findings), key=_SEVERITY_RANK.__getitem__, default=family.severity)

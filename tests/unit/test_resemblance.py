@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,13 @@ def test_the_bundled_corpus_names_unseen_lines_below_the_regexes() -> None:
         assert finding is not None and (finding.signature_id, finding.family) == (expected, True), line
         assert finding.basis is not None and finding.basis.startswith("its words (")
         assert finding.captures["resembles"]
+
+
+def test_a_catalog_without_family_words_still_names_by_resemblance() -> None:
+    catalog = load_catalog()
+    bare = replace(catalog, signatures=tuple(replace(sig, family=()) for sig in catalog.signatures))
+    finding = Matcher(bare).match_line(UNSEEN[0][0])
+    assert finding is not None and finding.signature_id == UNSEEN[0][1] and "resembles" in finding.captures
 
 
 @pytest.mark.parametrize(
