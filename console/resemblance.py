@@ -54,6 +54,7 @@ words clearly belong to a failure."""
 
 _SMOOTHING: Final = 0.1
 _DIGITS = re.compile(r"\d+")
+_MAX_CHARS: Final = 2000
 _CODE_WORDS: Final = frozenset(("error", "errors", "err", "fail", "failed", "failure", "fatal", "abort", "aborted"))
 _PLAIN = re.compile(r"(?<![\w])[A-Za-z]+(?![\w])")  # a word, not a part of a name (`rpc_kill_job`)
 _PATH = re.compile(r"[^\s'\"(),;=]*/[^\s'\"(),;]*")
@@ -159,7 +160,8 @@ class Resemblance:
 
     def classify(self, text: str) -> Guess | None:
         """The signature the line reads like, or None (benign, unclear, or no failure word)."""
-        return self._cached(_DIGITS.sub("0", text))
+        # The head of a long line says what it is, and bounds the cost of a hostile one.
+        return self._cached(_DIGITS.sub("0", text[:_MAX_CHARS]))
 
     def _classify(self, text: str) -> Guess | None:
         found = [w for w in dict.fromkeys(words(text)) if w in self._seen]
