@@ -11,10 +11,10 @@ teaches it too.
 It is conservative on purpose: only a line that says a failure in words (:data:`FAILURE_WORDS`
 as words of its message, not of its level, a path or a function's name; an error code's
 `Error`/`FAILED` counts), that is no line of a stack dump and no warning (the catalog's
-``warning_lines``, checked by the matcher) is looked at, the benign class starts ahead (:data:`BENIGN_HEAD_START`), a
-signature is named only by a clear margin over the runner-up (:data:`MARGIN`), and only when
-the single known line nearest to it (idf-weighted cosine of their words) is that signature's
-rather than a benign one (pooled words can outvote one benign line that says the very same).
+``warning_lines``, checked by the matcher) is looked at, the benign class starts ahead
+(:data:`BENIGN_HEAD_START`), a signature is named only by a clear margin over the runner-up
+(:data:`MARGIN`), and only when the single known line nearest to it (idf-weighted cosine of
+their words) is not a benign one (pooled words can outvote one benign line that says the very same).
 The figures were chosen on held-out real lines (benchmarks/bench_recall.py prints what the
 resemblance adds).
 """
@@ -137,8 +137,7 @@ class Resemblance:
             )
         self._benign = self._classes.index(BENIGN) if BENIGN in self._classes else -1
         # For the nearest known line: each word's idf and the lines (index, label) holding it.
-        frequency = Counter(w for bag, _ in docs for w in bag)
-        self._idf = {w: math.log((len(docs) + 1) / n) for w, n in frequency.items()}
+        self._idf = {w: math.log((len(docs) + 1) / sum(c[w] for c in counts.values())) for w in vocabulary}
         self._norms = [math.sqrt(sum(self._idf[w] ** 2 for w in bag)) or 1.0 for bag, _ in docs]
         self._labels = [label for _, label in docs]
         self._holding: dict[str, list[int]] = {}
@@ -149,14 +148,6 @@ class Resemblance:
         # A log repeats its lines with other numbers: each template is classified once (numbers
         # are no words, so masking them changes nothing). lru_cache is thread-safe.
         self._cached = functools.lru_cache(maxsize=4096)(self._classify)
-
-    @property
-    def classes(self) -> tuple[str, ...]:
-        return self._classes
-
-    def looks_at(self, text: str) -> bool:
-        """Whether the line holds a failure word (only such lines are classified)."""
-        return not FAILURE_WORDS.isdisjoint(words(text))
 
     def classify(self, text: str) -> Guess | None:
         """The signature the line reads like, or None (benign, unclear, or no failure word)."""
