@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["BENIGN", "FAILURE_WORDS", "Guess", "Resemblance", "words"]
+__all__ = ["BENIGN", "FAILURE_KEYWORDS", "FAILURE_PHRASES", "FAILURE_WORDS", "Guess", "Resemblance", "words"]
 
 BENIGN: Final = ""
 """The class of benign lines (no signature)."""
@@ -41,9 +41,30 @@ FAILURE_WORDS: Final = frozenset((
     "couldn", "crash", "crashed", "died", "dead", "unhealthy", "invalid", "terminated", "denied", "oom",
     "panic", "panicked", "sigkill", "sigsegv", "sigabrt", "signal", "unavailable", "exit", "exited",
     "insufficient", "exceeded", "lost", "unreachable", "violation", "corrupt", "corrupted", "mismatch",
-    "unsupported", "enough", "illegal", "hung", "stuck",
+    "unsupported", "enough", "illegal", "hung", "stuck", "fault", "faults", "missing", "unrecognized",
+    "unrecognised", "terminate", "fallen", "unexpected", "broken", "exhausted", "rejected",
+    "disconnected", "malformed", "truncated", "incompatible", "mismatched", "corruption", "cancelled",
+    "canceled", "revoked", "overflow",
 ))  # fmt: skip
-"""A line is looked at only when it says one of these (see :meth:`Resemblance.classify`)."""
+"""A line is looked at only when it says one of these, or one of :data:`FAILURE_PHRASES` (see
+:meth:`Resemblance.classify`)."""
+
+FAILURE_PHRASES: Final = re.compile(
+    r"(?i)\bnot (?:found|ready|available|accessible|responding|healthy|recognized)\b|\bno space left\b"
+    r"|\bdoes not (?:appear to have|exist)\b|\bno (?:\w+ )?(?:workers?|servers?|endpoints?) available\b"
+)
+"""Failures said without a failure word (`config.json not found`, `does not appear to have a
+file named ...`, `No decode workers available`)."""
+
+FAILURE_KEYWORDS: Final = (FAILURE_WORDS - {"fault", "faults"}) | frozenset((
+    " fault",  # (not `fault`: every line holding `default` would pass the prefilter)
+    "not found", "not ready", "not available", "not accessible", "not responding", "not healthy",
+    "not recognized", "no space left", "does not appear to have", "does not exist",
+    "workers available", "worker available", "servers available", "server available",
+    "endpoints available", "endpoint available",
+))  # fmt: skip
+"""Lowercase literals one of which every line the gate lets through holds (the matcher's
+prefilter passes them), but for a `fault` that follows no space (`(fault`, a line's first word)."""
 
 MARGIN: Final = 2.0
 """Log-odds by which the best signature must beat the runner-up (a signature or benign)."""
@@ -162,7 +183,11 @@ class Resemblance:
         # ERROR line by line is no failure) or a path (`runs/mocker-kill-a1/`); in a name,
         # only an error code's words count (`cudaErrorIllegalAddress`, not `_rpc_kill_job`).
         said = _PATH.sub(" ", _LEVEL.sub(" ", text))
-        if FAILURE_WORDS.isdisjoint(w.lower() for w in _PLAIN.findall(said)) and _CODE_WORDS.isdisjoint(words(said)):
+        if (
+            FAILURE_WORDS.isdisjoint(w.lower() for w in _PLAIN.findall(said))
+            and _CODE_WORDS.isdisjoint(words(said))
+            and FAILURE_PHRASES.search(said) is None
+        ):
             return None
         scores = [u * len(found) for u in self._unseen]
         for word in found:

@@ -41,7 +41,7 @@ import yaml
 
 from console.agent import literal_union, prefilter_sources
 from console.paths import asset
-from console.resemblance import BENIGN, FAILURE_WORDS, Resemblance
+from console.resemblance import BENIGN, FAILURE_KEYWORDS, Resemblance
 
 __all__ = [
     "CATEGORIES",
@@ -576,8 +576,8 @@ class Matcher:
         keywords = {k for sig in catalog.signatures for k in sig.keywords}
         if catalog.corpus:
             # A line no regex can know is still looked at for resemblance when it holds a
-            # failure word: the words pass the prefilter (and select no signature).
-            keywords.update(FAILURE_WORDS)
+            # failure word or phrase: they pass the prefilter (and select no signature).
+            keywords.update(FAILURE_KEYWORDS)
         self._keywords = tuple(sorted(keywords))
         # For lines that pass the prefilter (built on first use: a scan that skips every line
         # needs none of it): which keywords they hold, found in one pass (the

@@ -56,6 +56,28 @@ def test_a_line_is_named_by_the_words_it_shares_with_a_signatures_lines() -> Non
     assert guess.margin >= 2.0 and "socket" in guess.words
 
 
+def test_a_failure_said_without_a_failure_word_is_looked_at() -> None:
+    toy = Resemblance(
+        [
+            ("OSError: llama-3 does not appear to have a file named tokenizer.json", "model-files-missing"),
+            ("tokenizer.json not found in the model directory", "model-files-missing"),
+            ("RuntimeError: CUDA error: out of memory", "gpu-oom"),
+        ]
+    )
+    guess = toy.classify("qwen-7b: the model directory's tokenizer.json not found")
+    assert guess is not None and guess.signature_id == "model-files-missing"
+    # the same words without the phrase say no failure
+    assert toy.classify("qwen-7b: the model directory's tokenizer.json found") is None
+
+
+def test_the_matcher_passes_a_failure_phrase_to_the_resemblance() -> None:
+    line = "nvshmem bootstrap: peer GPU 2 is not accessible from GPU 5"  # no failure word
+    assert Matcher(load_catalog(), resemblance=False).match_line(line) is None
+    finding = default_matcher().match_line(line)
+    assert finding is not None and finding.signature_id == "nvshmem-init-failed", finding
+    assert "resembles" in finding.captures
+
+
 @pytest.mark.parametrize(
     "line",
     [
