@@ -42,12 +42,13 @@ FAILURE_WORDS: Final = frozenset((
     "panic", "panicked", "sigkill", "sigsegv", "sigabrt", "signal", "unavailable", "exit", "exited",
     "insufficient", "exceeded", "lost", "unreachable", "violation", "corrupt", "corrupted", "mismatch",
     "unsupported", "enough", "illegal", "hung", "stuck", "fault", "faults", "missing", "unrecognized",
-    "unrecognised", "terminate", "fallen", "unexpected", "broken", "exhausted", "rejected",
-    "disconnected", "malformed", "truncated", "incompatible", "mismatched", "corruption", "cancelled",
-    "canceled", "revoked", "overflow",
+    "unrecognised", "terminate", "fallen", "exhausted", "rejected", "disconnected", "malformed",
+    "truncated", "incompatible", "mismatched", "corruption", "cancelled", "canceled", "revoked",
+    "overflow",
 ))  # fmt: skip
 """A line is looked at only when it says one of these, or one of :data:`FAILURE_PHRASES` (see
-:meth:`Resemblance.classify`)."""
+:meth:`Resemblance.classify`). They are prefilter keywords too, whose tails are searched for:
+a word whose tail healthy lines hold (`broken`: `token`; `unexpected`: `connected`) is left out."""
 
 FAILURE_PHRASES: Final = re.compile(
     r"(?i)\bnot (?:found|ready|available|accessible|responding|healthy|recognized)\b|\bno space left\b"
