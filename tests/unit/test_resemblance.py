@@ -25,6 +25,23 @@ UNSEEN = [
 ]
 
 
+# A real Dynamo frontend's warning (its words read like a missing model file's lines).
+DYNAMO_MM_WARNING = (
+    "\x1b[2m2026-12-05T12:36:49.836630Z\x1b[0m \x1b[33m WARN\x1b[0m \x1b[2mmm_routing\x1b[0m\x1b[2m:\x1b[0m /model is n"
+    "ot supported for MM-aware KV routing (image routing processor unavailable (mm-routing: fai"
+    "led to read preprocessor_config.json at /root/.cache/dynamo/mdc/by-slug/tiny/79e498495ca03"
+    "58aad03c151e8a994d0e36b3c192cd2d4baf3563bbed13ef185/preprocessor_config.json); image-place"
+    "holder token or model-specific prompt layout unresolvable from config.json / processor_con"
+    "fig.json / tokenizer_config.json / vocab probe). Falling back to KV routing without MM awa"
+    "reness — text-prefix overlap still works but the router cannot distinguish requests by ima"
+    "ge content. model=/model reasons=image routing processor unavailable (mm-routing: failed t"
+    "o read preprocessor_config.json at /root/.cache/dynamo/mdc/by-slug/tiny/79e498495ca0358aad"
+    "03c151e8a994d0e36b3c192cd2d4baf3563bbed13ef185/preprocessor_config.json); image-placeholde"
+    "r token or model-specific prompt layout unresolvable from config.json / processor_config.j"
+    "son / tokenizer_config.json / vocab probe"
+)
+
+
 def test_words_split_names_and_leave_numbers_out() -> None:
     got = words("[rank3] _kgspIsHeartbeatTimedOut: 0x7f12 register_local_memory failed on 10.0.0.2")
     assert {"heartbeat", "timed", "out", "kgspisheartbeattimedout", "register", "local", "memory", "failed"} <= set(got)
@@ -112,6 +129,8 @@ def test_a_catalog_without_family_words_still_names_by_resemblance() -> None:
 @pytest.mark.parametrize(
     "line",
     [
+        # Dynamo's frontend (Rust tracing, coloured) warning that it falls back, quoting a failed read
+        DYNAMO_MM_WARNING,
         # a glog W line and a Python warning that say the same
         "W1205 10:00:01.000000 77 rdma_context.cpp:12] Failed to register the buffer with the RDMA device",
         "WARNING 12-05 10:00:01 [nccl.py:12] NCCL WARN IB: the queue pair to peer host-4 went to the error state",
