@@ -65,6 +65,17 @@ def test_real_variant_is_found_under_its_signature(matcher: Matcher, expected: s
     assert streamed is not None and streamed.signature_id == expected
 
 
+def test_every_real_variant_is_known_without_the_resemblance_that_learns_from_it() -> None:
+    # The resemblance is trained on these very lines: one it alone names would name itself.
+    regexes = Matcher(load_catalog(), resemblance=False)
+    missed = [
+        (v["id"], v["line"])
+        for v in VARIANTS["variants"]
+        if getattr(regexes.match_line(v["line"]), "signature_id", None) != v["id"]
+    ]
+    assert missed == []
+
+
 @pytest.mark.parametrize("line", BENIGN_CASES)
 def test_real_benign_line_matches_nothing(matcher: Matcher, line: str) -> None:
     assert matcher.match_all(line) == []
