@@ -687,7 +687,11 @@ class Watch:
             return False
         if t.result_size < 0:
             self.agent.out.send({"t": "file", "dir": self.dir, "file": t.rel, "kind": "result", "size": size})
-        t.result_size, t.result_mtime, t.result_sent = st.st_size, st.st_mtime, now
+        # A file rewritten between the stat and the read (truncated, then written again within
+        # the same mtime tick) is not what the stat describes: what was read is recorded, and a
+        # size the stat did not see makes the next poll read it again.
+        mtime = st.st_mtime if size == st.st_size else -1.0
+        t.result_size, t.result_mtime, t.result_sent = size, mtime, now
         header: Dict[str, Any] = {
             "t": "result",
             "dir": self.dir,
@@ -695,7 +699,7 @@ class Watch:
             "size": size,
             "head_len": len(head),
             "head_is_whole": whole,
-            "seen": [st.st_size, st.st_mtime],
+            "seen": [size, mtime],
         }
         self.agent.out.send(header, head + tail)
         return True

@@ -526,6 +526,42 @@ async def test_result_files_are_reported_by_head_and_tail_only(tmp_path: Path) -
     assert point.concurrency == 64
 
 
+def test_result_file_rewritten_while_it_is_read_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A benchmark that rewrites its result file: the agent's stat sees the full file, its read
+    # finds it truncated, and the rewrite keeps the size and the mtime tick. The next poll must
+    # still report the full file.
+    import io
+
+    directory = job_dir(tmp_path)
+    result = directory / "logs" / "benchmark-rollup.json"
+    full = b'{"benchmark_type": "sa-bench", "runs": []}'
+    result.write_bytes(full)
+    stamp = result.stat().st_mtime_ns
+    real = agent_module.head_tail
+    calls = []
+
+    def rewritten(path: str, *args: object, **kwargs: object) -> object:
+        calls.append(path)
+        if len(calls) == 1:
+            result.write_bytes(b"")  # the read lands between the truncation and the write
+            got = real(path, *args, **kwargs)  # type: ignore[arg-type]
+            result.write_bytes(full)
+            os.utime(result, ns=(stamp, stamp))
+            return got
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(agent_module, "head_tail", rewritten)
+    out = io.BytesIO()
+    agent = agent_module.Agent(io.BytesIO(), out)
+    watch = agent_module.Watch(agent, {"dir": str(directory)})
+    watch.discover(0.0)
+    (tracked,) = [t for t in watch.files.values() if t.kind == "result"]
+    assert watch.poll_result(tracked, 100.0)
+    assert watch.poll_result(tracked, 100.0 + agent_module.RESULT_MIN_INTERVAL_S + 1)
+    payloads = [line for line in out.getvalue().split(b"\n") if line.startswith(b"{") and b'"t":' not in line]
+    assert payloads[-1] == full and len(calls) == 2
+
+
 async def test_growing_result_file_is_reported_again(tmp_path: Path) -> None:
     directory = job_dir(tmp_path)
     result = directory / "logs" / "benchmark-rollup.json"
