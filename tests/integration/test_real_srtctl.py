@@ -79,7 +79,10 @@ class Run:
             w.diagnoses.append((now, event.diagnosis, state))
         elif isinstance(event, PointArrived):
             w = self.watched.setdefault(event.attempt_id, Watched())
-            w.points.setdefault(event.point.concurrency, (now, event.point))
+            # When the point first showed, and what its file says now: a file seen while the
+            # benchmark was still writing it arrives again once it is whole.
+            first = w.points.get(event.point.concurrency, (now, event.point))[0]
+            w.points[event.point.concurrency] = (first, event.point)
 
     async def launch(self, recipe: Path, cluster: str = "real") -> AttemptRow:
         sweep = await self.engine.launch([str(recipe)], cluster)
