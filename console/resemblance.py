@@ -50,20 +50,27 @@ FAILURE_WORDS: Final = frozenset((
 :meth:`Resemblance.classify`). They are prefilter keywords too, whose tails are searched for:
 a word whose tail healthy lines hold (`broken`: `token`; `unexpected`: `connected`) is left out."""
 
+# Phrases that say a failure without a failure word: `... not found`, the phrases themselves,
+# `No decode workers available`. One list each, for the gate and for the prefilter's keywords.
+_NOT_WHAT: Final = ("found", "ready", "available", "accessible", "responding", "healthy", "recognized")
+_PHRASES: Final = ("no space left", "does not appear to have", "does not exist")
+_NONE_OF: Final = ("worker", "server", "endpoint")
+
 FAILURE_PHRASES: Final = re.compile(
-    r"(?i)\bnot (?:found|ready|available|accessible|responding|healthy|recognized)\b|\bno space left\b"
-    r"|\bdoes not (?:appear to have|exist)\b|\bno (?:\w+ )?(?:workers?|servers?|endpoints?) available\b"
+    rf"(?i)\bnot (?:{'|'.join(_NOT_WHAT)})\b"
+    + "".join(rf"|\b{re.escape(phrase)}\b" for phrase in _PHRASES)
+    + rf"|\bno (?:\w+ )?(?:{'|'.join(_NONE_OF)})s? available\b"
 )
 """Failures said without a failure word (`config.json not found`, `does not appear to have a
 file named ...`, `No decode workers available`)."""
 
-FAILURE_KEYWORDS: Final = (FAILURE_WORDS - {"fault", "faults"}) | frozenset((
-    " fault",  # (not `fault`: every line holding `default` would pass the prefilter)
-    "not found", "not ready", "not available", "not accessible", "not responding", "not healthy",
-    "not recognized", "no space left", "does not appear to have", "does not exist",
-    "workers available", "worker available", "servers available", "server available",
-    "endpoints available", "endpoint available",
-))  # fmt: skip
+FAILURE_KEYWORDS: Final = (
+    (FAILURE_WORDS - {"fault", "faults"})
+    | {" fault"}  # (not `fault`: every line holding `default` would pass the prefilter)
+    | {f"not {what}" for what in _NOT_WHAT}
+    | set(_PHRASES)
+    | {f"{kind}{plural} available" for kind in _NONE_OF for plural in ("", "s")}
+)
 """Lowercase literals one of which every line the gate lets through holds (the matcher's
 prefilter passes them), but for a `fault` that follows no space (`(fault`, a line's first word)."""
 

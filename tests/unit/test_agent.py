@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import io
 import itertools
 import json
 import os
@@ -530,8 +531,6 @@ def test_result_file_rewritten_while_it_is_read_is_read_again(tmp_path: Path, mo
     # A benchmark that rewrites its result file: the agent's stat sees the full file, its read
     # finds it truncated, and the rewrite keeps the size and the mtime tick. The next poll must
     # still report the full file.
-    import io
-
     directory = job_dir(tmp_path)
     result = directory / "logs" / "benchmark-rollup.json"
     full = b'{"benchmark_type": "sa-bench", "runs": []}'
