@@ -9,12 +9,14 @@ the ``examples`` and ``benign`` lines of the catalog's entries, so an operator's
 teaches it too.
 
 It is conservative on purpose: only a line that says a failure in words (:data:`FAILURE_WORDS`
-as words of its message, not of its level, a path or a function's name; an error code's
-`Error`/`FAILED` counts), that is no line of a stack dump and no warning (the catalog's
-``warning_lines``, checked by the matcher) is looked at, the benign class starts ahead
-(:data:`BENIGN_HEAD_START`), a signature is named only by a clear margin over the runner-up
-(:data:`MARGIN`), and only when the single known line nearest to it (idf-weighted cosine of
-their words) is not a benign one (pooled words can outvote one benign line that says the very same).
+as words of its message, not of its level, a path, a function's name or a builtin exception's
+name like `ValueError`; an error code's `Error`/`FAILED` counts), that is no line of a stack
+dump and no warning (the catalog's ``warning_lines``, checked by the matcher) is looked at,
+the benign class starts ahead (:data:`BENIGN_HEAD_START`), a signature is named only by a
+clear margin over the runner-up (:data:`MARGIN`) and with a word of what the line is about on
+its side (not only the words that say it failed), and only when the single known line nearest
+to it (idf-weighted cosine of their words) is not a benign one (pooled words can outvote one
+benign line that says the very same).
 The figures were chosen on held-out real lines (benchmarks/bench_recall.py prints what the
 resemblance adds).
 """
@@ -53,7 +55,7 @@ a word whose tail healthy lines hold (`broken`: `token`; `unexpected`: `connecte
 # Phrases that say a failure without a failure word: `... not found`, the phrases themselves,
 # `No decode workers available`. One list each, for the gate and for the prefilter's keywords.
 _NOT_WHAT: Final = ("found", "ready", "available", "accessible", "responding", "healthy", "recognized")
-_PHRASES: Final = ("no space left", "does not appear to have", "does not exist")
+_PHRASES: Final = ("no space left", "does not appear to have", "does not exist", "out of memory", "already in use")
 _NONE_OF: Final = ("worker", "server", "endpoint")
 
 FAILURE_PHRASES: Final = re.compile(
@@ -85,8 +87,19 @@ _SMOOTHING: Final = 0.1
 _DIGITS = re.compile(r"\d+")
 _MAX_CHARS: Final = 2000
 _CODE_WORDS: Final = frozenset(("error", "errors", "err", "fail", "failed", "failure", "fatal", "abort", "aborted"))
+# How a failure is said, whatever failed: no evidence of which failure it is.
+_SAYING: Final = FAILURE_WORDS | _CODE_WORDS | frozenset((
+    "valueerror", "value", "runtimeerror", "runtime", "typeerror", "type", "assertionerror", "assertion",
+))  # fmt: skip
 _PLAIN = re.compile(r"(?<![\w])[A-Za-z]+(?![\w])")  # a word, not a part of a name (`rpc_kill_job`)
 _PATH = re.compile(r"[^\s'\"(),;=]*/[^\s'\"(),;]*")
+# A builtin exception's name says that something was raised, not what failed: `ValueError:
+# percentile of an empty sequence` is no failure of any signature, and its `Error` alone let
+# every config check an engine raises be named after the class holding most `ValueError`s.
+_GENERIC_EXCEPTION = re.compile(
+    r"\b(?:Value|Runtime|Type|Key|Attribute|Index|Assertion|NotImplemented|Lookup|Name|Recursion"
+    r"|ZeroDivision|Arithmetic|Unicode(?:Decode|Encode)?)Error\b|\bException\b"
+)
 _LEVEL = re.compile(r"(?<![\w./-])(?:ERROR|FATAL|CRITICAL|ERR)(?![\w/-])|\[(?:error|fatal|crit)\]|level=\w+")
 # Lines of a stack dump are context, not a report, whatever their words (`checkTimeout`): a
 # native frame (PyTorch's `frame #3: ...`, gdb's and glibc's `#3 0x...`), the header of
@@ -188,9 +201,10 @@ class Resemblance:
         if len(self._classes) < 2 or _STACK.search(text) is not None:
             return None
         # The failure must be said: not by a level (`[ERROR]`: argparse's usage printed at
-        # ERROR line by line is no failure) or a path (`runs/mocker-kill-a1/`); in a name,
+        # ERROR line by line is no failure), a builtin exception's name or a path
+        # (`runs/mocker-kill-a1/`); in a name,
         # only an error code's words count (`cudaErrorIllegalAddress`, not `_rpc_kill_job`).
-        said = _PATH.sub(" ", _LEVEL.sub(" ", text))
+        said = _PATH.sub(" ", _LEVEL.sub(" ", _GENERIC_EXCEPTION.sub(" ", text)))
         if (
             FAILURE_WORDS.isdisjoint(w.lower() for w in _PLAIN.findall(said))
             and _CODE_WORDS.isdisjoint(words(said))
@@ -207,6 +221,12 @@ class Resemblance:
         best, second = ranked[0], ranked[1]
         margin = scores[best] - scores[second]
         if best == self._benign or margin < MARGIN or self._nearest(found) in (BENIGN, None):
+            return None
+        # What the line is about must favour the winner too, not only how it says it failed
+        # (`failed to submit load req=...` of a KV offload is no rejected Slurm job).
+        if self._benign >= 0 and not any(
+            self._seen[w][best] > self._seen[w][self._benign] for w in found if w not in _SAYING
+        ):
             return None
         # The words that favour the winner most over the runner-up: what the operator is shown.
         weigh = sorted(found, key=lambda w: self._seen[w][best] - self._seen[w][second], reverse=True)

@@ -253,3 +253,36 @@ def test_a_corpus_that_cannot_be_parsed_is_named(tmp_path: Path, text: str, mess
     site.write_text(SITE.replace("version: 1\n", "version: 1\ncorpus: lines.yaml\n"), encoding="utf-8")
     with pytest.raises(CatalogError, match=f"site.yaml: field 'corpus': .*lines.yaml: {message}"):
         load_catalog(site)
+
+
+# Checks that an engine (ROCm/ATOM) raises: a builtin exception's name and a `missing` or
+# `mismatch` say that something failed, not which failure; none is any signature's.
+ENGINE_CHECKS = [
+    "ValueError: percentile of an empty sequence",
+    "ValueError: Layer 3 kv_cache_base is missing for MLA cache.",
+    "ValueError: MiniMax-M3 sparse KV cache head count mismatch.",
+    "RuntimeError: DSV4 PAGE/state checkpoint spec is missing",
+    "[atom 10:02:51] LMCache offload: failed to submit load req=chatcmpl-5b1c0e",
+]
+
+
+@pytest.mark.parametrize("line", ENGINE_CHECKS)
+def test_an_engines_own_checks_are_not_named_after_a_signature(line: str) -> None:
+    # (they did read like kv-cache-memory-insufficient, gpu-binary-incompatible, slurm-request-rejected)
+    findings = default_matcher().match_all(line)
+    assert all(f.generic for f in findings), [(f.signature_id, f.captures) for f in findings]
+
+
+def test_an_engines_own_check_that_ends_a_process_is_reported_as_unrecognised() -> None:
+    triage = Triage()
+    triage.feed(
+        "logs/n1_agg_w0.out",
+        [
+            "Traceback (most recent call last):",
+            '  File "/app/atom/model_engine/model_runner.py", line 903, in forward',
+            "ValueError: Layer 3 kv_cache_base is missing for MLA cache.",
+        ],
+    )
+    d = triage.diagnose("FAILED")
+    assert d.root_cause is not None and d.root_cause.first.generic
+    assert "kv_cache_base is missing" in d.root_cause.first.text
