@@ -262,13 +262,14 @@ ENGINE_CHECKS = [
     "ValueError: Layer 3 kv_cache_base is missing for MLA cache.",
     "ValueError: MiniMax-M3 sparse KV cache head count mismatch.",
     "RuntimeError: DSV4 PAGE/state checkpoint spec is missing",
-    "[atom 10:02:51] LMCache offload: failed to submit load req=chatcmpl-5b1c0e",
+    "RuntimeError: ATOM model has no parameters; cannot determine device/dtype.",
+    "ValueError: segment/device mismatch",
 ]
 
 
 @pytest.mark.parametrize("line", ENGINE_CHECKS)
 def test_an_engines_own_checks_are_not_named_after_a_signature(line: str) -> None:
-    # (they did read like kv-cache-memory-insufficient, gpu-binary-incompatible, slurm-request-rejected)
+    # (they did read like kv-cache-memory-insufficient, gpu-binary-incompatible, gpu-memory-held-by-other)
     findings = default_matcher().match_all(line)
     assert all(f.generic for f in findings), [(f.signature_id, f.captures) for f in findings]
 
