@@ -87,7 +87,8 @@ _SMOOTHING: Final = 0.1
 _DIGITS = re.compile(r"\d+")
 _MAX_CHARS: Final = 2000
 _CODE_WORDS: Final = frozenset(("error", "errors", "err", "fail", "failed", "failure", "fatal", "abort", "aborted"))
-# How a failure is said, whatever failed: no evidence of which failure it is.
+# How a failure is said, whatever failed: no evidence of which failure it is (with the words of
+# the builtin exceptions engines raise most; `key` or `index` may well say what a line is about).
 _SAYING: Final = FAILURE_WORDS | _CODE_WORDS | frozenset((
     "valueerror", "value", "runtimeerror", "runtime", "typeerror", "type", "assertionerror", "assertion",
 ))  # fmt: skip
@@ -202,8 +203,8 @@ class Resemblance:
             return None
         # The failure must be said: not by a level (`[ERROR]`: argparse's usage printed at
         # ERROR line by line is no failure), a builtin exception's name or a path
-        # (`runs/mocker-kill-a1/`); in a name,
-        # only an error code's words count (`cudaErrorIllegalAddress`, not `_rpc_kill_job`).
+        # (`runs/mocker-kill-a1/`); in a name, only an error code's words count
+        # (`cudaErrorIllegalAddress`, not `_rpc_kill_job`).
         said = _PATH.sub(" ", _LEVEL.sub(" ", _GENERIC_EXCEPTION.sub(" ", text)))
         if (
             FAILURE_WORDS.isdisjoint(w.lower() for w in _PLAIN.findall(said))
