@@ -88,9 +88,11 @@ _DIGITS = re.compile(r"\d+")
 _MAX_CHARS: Final = 2000
 _CODE_WORDS: Final = frozenset(("error", "errors", "err", "fail", "failed", "failure", "fatal", "abort", "aborted"))
 # How a failure is said, whatever failed: no evidence of which failure it is (with the words of
-# the builtin exceptions engines raise most; `key` or `index` may well say what a line is about).
+# the builtin exceptions engines raise most, and of a `return code` or `status`: any process has
+# one; `key` or `index` may well say what a line is about).
 _SAYING: Final = FAILURE_WORDS | _CODE_WORDS | frozenset((
     "valueerror", "value", "runtimeerror", "runtime", "typeerror", "type", "assertionerror", "assertion",
+    "return", "code", "status",
 ))  # fmt: skip
 _PLAIN = re.compile(r"(?<![\w])[A-Za-z]+(?![\w])")  # a word, not a part of a name (`rpc_kill_job`)
 _PATH = re.compile(r"[^\s'\"(),;=]*/[^\s'\"(),;]*")
