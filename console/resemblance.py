@@ -116,6 +116,9 @@ _STACK: Final = re.compile(
     r"|The above exception was the direct cause of the following exception"
     r"|During handling of the above exception, another exception occurred"
 )
+# A line that says it retries is on the way to a failure, not one: the give-up line that may
+# follow is the failure (`ERROR failed to connect, willRetry=1, retry=1, retryLimit=3`).
+_RETRY = re.compile(r"(?i)\bretrying\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 # Words that say nothing of a failure: English glue, and a log format's own words (logfmt's
@@ -197,7 +200,10 @@ class Resemblance:
     def classify(self, text: str) -> Guess | None:
         """The signature the line reads like, or None (benign, unclear, or no failure word)."""
         # The head of a long line says what it is, and bounds the cost of a hostile one.
-        return self._cached(_DIGITS.sub("0", text[:_MAX_CHARS]))
+        head = text[:_MAX_CHARS]
+        if _RETRY.search(head) is not None:  # (before numbers are masked: `willRetry=1`)
+            return None
+        return self._cached(_DIGITS.sub("0", head))
 
     def _classify(self, text: str) -> Guess | None:
         found = [w for w in dict.fromkeys(words(text)) if w in self._seen]

@@ -287,3 +287,33 @@ def test_an_engines_own_check_that_ends_a_process_is_reported_as_unrecognised() 
     d = triage.diagnose("FAILED")
     assert d.root_cause is not None and d.root_cause.first.generic
     assert "kv_cache_base is missing" in d.root_cause.first.text
+
+
+def test_a_line_that_retries_is_not_named_and_its_give_up_line_is() -> None:
+    # Gloo's connect: the retry reads word for word like the give-up (numbers are no words), so
+    # the retry is told apart before numbers are masked.
+    toy = Resemblance(
+        [
+            (
+                "ERROR failed to connect, willRetry=0, retry=3, retryLimit=3, remote=[10.0.0.2]:4000",
+                "dist-rendezvous-timeout",
+            ),
+            ("gloo rendezvous failed to connect to the store", "dist-rendezvous-timeout"),
+            ("all ranks joined the rendezvous", BENIGN),
+        ]
+    )
+    give_up = "ERROR failed to connect, willRetry=0, retry=3, retryLimit=3, remote=[10.0.0.7]:4100"
+    assert toy.classify(give_up) is not None
+    for retry in (
+        "ERROR failed to connect, willRetry=1, retry=1, retryLimit=3, remote=[10.0.0.7]:4100",
+        "failed to connect to the rendezvous store, retrying in 5 s",
+    ):
+        assert toy.classify(retry) is None, retry
+
+
+def test_a_return_code_says_no_failure_of_a_kind() -> None:
+    # `return code` is in enroot's hook failures, and any process has one: a generic
+    # `Process 1 failed with return code 1` is an unrecognised error, not a container start.
+    line = "[cosmos] 2026-05-14 05:28:06,261 - cosmos - ERROR - Process 1 failed with return code 1"
+    findings = default_matcher().match_all(line)
+    assert findings and all(f.generic for f in findings), [f.signature_id for f in findings]
