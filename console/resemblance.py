@@ -11,7 +11,7 @@ teaches it too.
 It is conservative on purpose: only a line that says a failure in words (:data:`FAILURE_WORDS`
 as words of its message, not of its level, a path, a function's name or a builtin exception's
 name like `ValueError`; an error code's `Error`/`FAILED` counts), that is no line of a stack
-dump and no warning (the catalog's ``warning_lines``, checked by the matcher) is looked at,
+dump, no retry and no warning (the catalog's ``warning_lines``, checked by the matcher) is looked at,
 the benign class starts ahead (:data:`BENIGN_HEAD_START`), a signature is named only by a
 clear margin over the runner-up (:data:`MARGIN`) and with a word of what the line is about on
 its side (not only the words that say it failed), and only when the single known line nearest
