@@ -138,12 +138,12 @@ FAMILY_CASES = [
     ),
     (
         "slurmstepd: error: *** JOB 39443 ON mi355-03 CANCELLED AT 2026-08-25T12:00:00 DUE TO PREEMPTION ***",
-        "slurm-preempted",
+        "slurm-job-cancelled",
         {"job": "39443"},
     ),
     (
         "slurmstepd: error: *** JOB 39443 ON mi355-03 CANCELLED AT 2026-08-25T12:00:00 DUE TO NODE FAILURE ***",
-        "slurm-node-failure",
+        "slurm-job-cancelled",
         {"job": "39443", "node": "mi355-03"},
     ),
     (
@@ -210,6 +210,24 @@ def test_message_families(matcher: Matcher, line: str, expected: str, captures: 
     assert finding is not None, line
     assert finding.signature_id == expected
     assert captures.items() <= finding.captures.items()
+
+
+@pytest.mark.parametrize(
+    ("line", "wrapper"),
+    [
+        ("slurmstepd: error: *** STEP 4.0 ON n1 CANCELLED AT 2026-08-25T12:00:00 DUE TO PREEMPTION ***", False),
+        ("slurmstepd: error: *** JOB 4 CANCELLED AT 2026-08-25T12:00:00 DUE TO NODE FAILURE ***", False),
+        ("salloc: error: Node failure on worker-1", False),
+        ("slurmstepd: error: *** STEP 4.0 ON n1 CANCELLED AT 2026-08-25T12:00:00 DUE TO TASK FAILURE ***", True),
+        ("slurmstepd: error: *** JOB 4 ON n1 CANCELLED AT 2026-08-25T12:00:00 ***", True),
+    ],
+)
+def test_slurm_reasons_are_causes_and_a_plain_cancel_only_reports(matcher: Matcher, line: str, wrapper: bool) -> None:
+    # One id for every cancel, as the reference files them; Slurm's own reasons (preemption, a lost
+    # node) are the cause, a cancel for no reason or for a failed task only reports one elsewhere.
+    finding = matcher.match_line(line)
+    assert finding is not None and finding.signature_id == "slurm-job-cancelled"
+    assert finding.wrapper is wrapper
 
 
 @pytest.mark.parametrize(
