@@ -158,6 +158,15 @@ FAMILY_CASES = [
     ),
     ("srun: error: mi355-03: task 3: Out Of Memory", "host-oom-kill", {"node": "mi355-03"}),
     ("[12345.6] Memory cgroup out of memory: Killed process 4242 (python3)", "host-oom-kill", {"pid": "4242"}),
+    # a container runtime's reason for a kill at the memory limit, and systemd-oomd's
+    ("      Reason:       OOMKilled", "host-oom-kill", {}),
+    ("vllm-decode-0   0/1     OOMKilled   3 (45s ago)   5m", "host-oom-kill", {}),
+    (
+        "node7 systemd-oomd[812]: Killed /system.slice/slurmstepd.scope/job_4242 due to memory pressure for "
+        "/system.slice being 92.31% > 80.00% for > 20s with reclaim activity",
+        "host-oom-kill",
+        {"name": "/system.slice/slurmstepd.scope/job_4242"},
+    ),
     # ATOM's engine manager and Mooncake connector.
     ("[atom 12:19:55] Engine Core Mgr: Some processes failed to start, shutting down all", "engine-init-failed", {}),
     ("RuntimeError: Failed to start all EngineCore processes", "engine-init-failed", {}),
@@ -382,6 +391,7 @@ def test_ordinary_lines_match_nothing(matcher: Matcher) -> None:
         "[atom 12:19:54] Engine Core Mgr: All 8 EngineCores initialized and ready",
         "[2026-08-25 08:53:08 TP3] Capture cuda graph bs 64 avail mem=120.52 GB",
         "2026-08-25 10:00:00 [INFO] Model is ready. Have 2 prefills and 1 decodes.",
+        '            "OOMKilled": false,',
         "",
     ]
     for line in lines:
