@@ -240,6 +240,36 @@ def test_slurm_reasons_are_causes_and_a_plain_cancel_only_reports(matcher: Match
 
 
 @pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "(VllmWorkerProcess pid=7) ERROR 03-02 19:49:43 [multiproc_worker_utils.py:242] Exception in worker "
+            "VllmWorkerProcess while processing method load_model.",
+            "engine-init-failed",
+        ),
+        (
+            "(RayWorkerVllm pid=7) ERROR 04-16 23:50:04 ray_utils.py:50] Error executing method init_device. "
+            "This might cause deadlock in distributed execution.",
+            "engine-init-failed",
+        ),
+        (
+            "(VllmWorkerProcess pid=7) ERROR 03-02 19:49:43 [multiproc_worker_utils.py:242] Exception in worker "
+            "VllmWorkerProcess while processing method execute_model.",
+            "engine-process-died",
+        ),
+    ],
+)
+def test_a_vllm_worker_that_raised_is_named_by_the_phase_of_its_method(
+    matcher: Matcher, line: str, expected: str
+) -> None:
+    # The reference files a child that died while starting under engine-init-failed, a death while
+    # serving under engine-process-died; the method the worker ran says which.
+    finding = matcher.match_line(line)
+    assert finding is not None and finding.signature_id == expected
+    assert finding.wrapper
+
+
+@pytest.mark.parametrize(
     ("line", "captures"),
     [
         pytest.param(
