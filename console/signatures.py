@@ -467,6 +467,7 @@ def _parse_entry(path: str | Path, index: int, entry: object, *, lazy: bool = Fa
     if severity not in SEVERITIES:
         raise CatalogError(f"{where}: field 'severity': {severity!r} is not one of {', '.join(SEVERITIES)}")
     wrapper = bool_field("wrapper", False)
+    generic = bool_field("generic", False) or uncaught or novel
     flags = re.IGNORECASE if bool_field("ignore_case", False) else 0
 
     priority = entry.get("priority", DEFAULT_WRAPPER_PRIORITY if wrapper else DEFAULT_PRIORITY)
@@ -500,7 +501,7 @@ def _parse_entry(path: str | Path, index: int, entry: object, *, lazy: bool = Fa
     if not isinstance(raw_family, list) or not all(isinstance(k, str) and k.strip() for k in raw_family):
         raise CatalogError(f"{where}: field 'family' must be a list of non-empty strings")
     family = tuple(dict.fromkeys(k.lower() for k in raw_family))
-    if family and (bool_field("generic", False) or uncaught or novel):
+    if family and generic:
         raise CatalogError(f"{where}: field 'family': an unrecognised error's signature has no family")
 
     return Signature(
@@ -517,7 +518,7 @@ def _parse_entry(path: str | Path, index: int, entry: object, *, lazy: bool = Fa
         priority=priority,
         frames=frames,
         deterministic=bool_field("deterministic", False),
-        generic=bool_field("generic", False) or uncaught or novel,
+        generic=generic,
         uncaught=uncaught,
         novel=novel,
         family=family,
@@ -692,10 +693,12 @@ class Matcher:
         return self._novel
 
     def _match(self, line: str, *, first_only: bool) -> list[Finding]:
+        if "\r" in line.rstrip("\r"):
+            # A crash message written after a progress bar's last redraw shares its line:
+            # each redraw is a line of its own (a regex's `^`, a family word in the bar).
+            return self._match_redraws(line, first_only=first_only)
         if len(line) <= self._max:
             return self._match_window(line, 0, first_only=first_only)
-        if "\r" in line:
-            return self._match_redraws(line, first_only=first_only)
         # A long line is scanned at both ends: its head and its last max_line_chars.
         head = self._match_window(line[: self._max], 0, first_only=first_only)
         offset = len(line) - self._max
@@ -708,8 +711,9 @@ class Matcher:
         return found[:1] if first_only else found
 
     def _match_redraws(self, line: str, *, first_only: bool) -> list[Finding]:
-        """A long line of ``\r`` redraws (a progress bar written to a file): every redraw is
-        matched on its own (each at both ends when it is long itself)."""
+        """A line of ``\r`` redraws (a progress bar written to a file, perhaps with the line a
+        crash wrote after it): every redraw is matched on its own (each at both ends when it is
+        long itself)."""
         found: list[Finding] = []
         seen: set[str] = set()
         start = 0
@@ -753,8 +757,7 @@ class Matcher:
         segments = None
         if "\x1b" in text:
             text, segments = _strip_ansi(text, _ANSI_RE)
-        if "\r" in text:
-            # A redrawn line (progress bars): each segment is matched on its own.
+        if "\r" in text:  # (only a line's trailing CRs: redraws are split by _match)
             text = text.replace("\r", "\n")
         low = text.lower()
         keyed = False

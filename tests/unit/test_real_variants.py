@@ -357,6 +357,29 @@ def test_an_error_in_an_earlier_segment_of_a_redrawn_line_is_found(matcher: Matc
     assert found[0].text.startswith("srun: error: n1")  # not the redraw a terminal would show
 
 
+@pytest.mark.parametrize(
+    ("crash", "signature_id"),
+    [
+        # family words of the bar (`safetensors`) must not name the crash
+        ("RuntimeError: NIXL transfer got to Error state.", "nixl-transfer-failed"),
+        # a regex that starts at the line's start
+        (
+            "slurmstepd: error: pyxis:     [ERROR] No such file or directory: /fsx/pyxis/385.0.squashfs",
+            "pyxis-image-import-failed",
+        ),
+    ],
+)
+def test_a_crash_written_after_a_short_redraw_is_a_line_of_its_own(
+    matcher: Matcher, crash: str, signature_id: str
+) -> None:
+    bar = "Loading safetensors checkpoint shards: 100% Completed | 8/8 [00:12<00:00,  1.52s/it]"
+    line = f"{bar}\r{crash}"
+    finding = matcher.match_line(line)
+    assert finding is not None and finding.signature_id == signature_id
+    assert finding.span[0] > len(bar)  # in the crash's segment
+    assert matcher.match_all(bar + "\r" + bar) == []
+
+
 # --------------------------------------------------------------------------- normalisation
 
 
