@@ -20,7 +20,7 @@ from console.monitor import history_triage
 from console.provenance import Provenance
 from console.report.words import furthest_stage
 from console.results import AttemptPoints, PointResult, arm_points
-from console.results.arms import ResultsUnavailable, arm_points_view, fetch_attempt_points
+from console.results.arms import ResultsUnavailable, arm_points_view, fetch_points_of
 from console.session import Session
 from console.stages import StageSnapshot
 from console.store import ArmRow, AttemptRow
@@ -138,15 +138,10 @@ async def gather_report(session: Session, target: str, *, logs_timeout: float = 
 
 
 async def _points(session: Session, attempt: AttemptRow) -> AttemptPoints:
-    view = session.monitor.views.get(attempt.id)
-    if view is not None and view.points and not attempt.live:
-        return AttemptPoints(list(view.points.values()))
     try:
-        return await fetch_attempt_points(session.engine, attempt)
-    except (TransportError, OSError) as exc:
-        if view is not None:
-            return AttemptPoints(list(view.points.values()))
-        raise ReportError(f"cannot read the results of {attempt_ref(attempt.arm_id, attempt.number)}: {exc}") from None
+        return await fetch_points_of(session.engine, attempt, session.monitor.views.get(attempt.id))
+    except ResultsUnavailable as exc:
+        raise ReportError(str(exc)) from None
 
 
 async def attempt_triage(

@@ -39,6 +39,13 @@ class LiveView(Protocol):
     points: dict[int, PointResult]
 
 
+def _holds_every_point(view: LiveView, attempt: AttemptRow) -> bool:
+    """Whether an ended attempt's view can stand for its result files. The monitor reads the
+    files a poll behind the job, so the attempt can end before its last point reaches the
+    view: a view short of a launched point is read past (a crashed attempt's files, too)."""
+    return bool(attempt.concurrencies) and set(attempt.concurrencies) <= view.points.keys()
+
+
 def _gpus(arm: ArmRow | None) -> int | None:
     total = arm.summary.get("total_gpus") if arm else None
     return total if isinstance(total, int) and total > 0 else None
@@ -62,24 +69,25 @@ async def fetch_arm_points(
     engine: Engine, arm_id: int, monitor_views: Mapping[int, LiveView] | None = None
 ) -> dict[int, AttemptPoints]:
     """Per attempt of the arm: its points (from the monitor when it has them, else read now)."""
-    found: dict[int, AttemptPoints] = {}
-    for attempt in engine.store.attempts(arm_id):
-        view = (monitor_views or {}).get(attempt.id)
-        if view is not None and view.points and not attempt.live:
-            found[attempt.id] = AttemptPoints(list(view.points.values()))
-            continue
-        if not attempt.output_dir:
-            found[attempt.id] = AttemptPoints([])
-            continue
-        try:
-            found[attempt.id] = await fetch_attempt_points(engine, attempt)
-        except Exception as exc:  # a dead connection: fall back to what the monitor has
-            if view is None:
-                raise ResultsUnavailable(
-                    f"cannot read the results of {attempt_ref(attempt.arm_id, attempt.number)}: {exc}"
-                ) from None
-            found[attempt.id] = AttemptPoints(list(view.points.values()))
-    return found
+    return {
+        attempt.id: await fetch_points_of(engine, attempt, (monitor_views or {}).get(attempt.id))
+        for attempt in engine.store.attempts(arm_id)
+    }
+
+
+async def fetch_points_of(engine: Engine, attempt: AttemptRow, view: LiveView | None) -> AttemptPoints:
+    """One attempt's points: the monitor's view when it can stand for the files, else read now
+    (and the view after all when the files cannot be reached: a dead connection)."""
+    if view is not None and not attempt.live and _holds_every_point(view, attempt):
+        return AttemptPoints(list(view.points.values()))
+    try:
+        return await fetch_attempt_points(engine, attempt)
+    except Exception as exc:
+        if view is None:
+            raise ResultsUnavailable(
+                f"cannot read the results of {attempt_ref(attempt.arm_id, attempt.number)}: {exc}"
+            ) from None
+        return AttemptPoints(list(view.points.values()))
 
 
 # --------------------------------------------------------------------------- the arm's view
@@ -116,7 +124,7 @@ def arm_points_view(
         got = (attempt_points or {}).get(attempt.id)
         if got is None:
             view = (monitor_views or {}).get(attempt.id)
-            if view is not None and (view.points or attempt.live):
+            if view is not None and (attempt.live or _holds_every_point(view, attempt)):
                 got = AttemptPoints(list(view.points.values()))
             elif attempt.output_dir:
                 got = read_local_points(

@@ -17,6 +17,7 @@ from console.rerun import (
     derive_missing,
     deterministic_warning,
     failed_arms,
+    fetch_arm_points,
     grid_of,
     missing_points,
     plan_rerun,
@@ -134,6 +135,36 @@ def test_flake_rerun_completes_and_keeps_both_attempts(engine: Engine) -> None:
         assert failed_arms(engine.store, sweep) == []
         with pytest.raises(RerunRefused, match="nothing is missing"):
             plan_rerun(engine.store, arm_id, missing_only=True)
+        await engine.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_ended_attempt_whose_view_lags_its_files_is_read_from_the_files(engine: Engine) -> None:
+    """The monitor reads result files a poll behind the job: the attempt can end with its last
+    point not yet in the view. The view then cannot stand for the files, on the screen or in a plan."""
+
+    class LaggingView:
+        def __init__(self, points: dict[int, PointResult]) -> None:
+            self.points = points
+
+    async def scenario() -> None:
+        _sweep, arm_id = await _launch_and_wait(engine, DEMO / "quick.yaml")
+        (attempt,) = engine.store.attempts(arm_id)
+        assert attempt.state == "COMPLETED" and len(attempt.concurrencies) >= 2
+        whole = arm_points_view(engine.store, arm_id)
+        assert all(p.status == "done" for p in whole)
+        first = next(p for p in whole if p.concurrency == attempt.concurrencies[0])
+        lagging = {attempt.id: LaggingView({first.concurrency: first})}
+        for view in (
+            arm_points_view(engine.store, arm_id, lagging),
+            arm_points_view(engine.store, arm_id, attempt_points=await fetch_arm_points(engine, arm_id, lagging)),
+        ):
+            assert [(p.concurrency, p.status) for p in view] == [(c, "done") for c in attempt.concurrencies]
+        # A view holding every point stands for the files: nothing is read.
+        caught_up = {attempt.id: LaggingView({p.concurrency: p for p in whole})}
+        fetched = await fetch_arm_points(engine, arm_id, caught_up)
+        assert fetched[attempt.id].bytes_read == 0
         await engine.close()
 
     asyncio.run(scenario())
