@@ -693,7 +693,7 @@ class Matcher:
         return self._novel
 
     def _match(self, line: str, *, first_only: bool) -> list[Finding]:
-        if "\r" in line.rstrip("\r"):
+        if "\r" in line and "\r" in line.rstrip("\r"):
             # A crash message written after a progress bar's last redraw shares its line:
             # each redraw is a line of its own (a regex's `^`, a family word in the bar).
             return self._match_redraws(line, first_only=first_only)
