@@ -126,6 +126,32 @@ def test_whole_log_without_a_cause_is_not_called_failed(entry: dict[str, object]
         assert diagnosis.verdict == "healthy"
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ERROR 07-28 15:07:22 [core.py:632] CUDA kernel errors might be asynchronously reported at some other API"
+        " call, so the stacktrace below might be incorrect.",
+        "ERROR 07-28 15:07:22 [core.py:632] For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        "ERROR 07-28 15:07:22 [core.py:632] Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+        "[rank0]: CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace"
+        " below might be incorrect.",
+        "HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below might"
+        " be incorrect.",
+        "For debugging consider passing AMD_SERIALIZE_KERNEL=3",
+        "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.",
+    ],
+)
+def test_the_advice_pytorch_prints_under_a_cuda_error_is_no_finding(matcher: Matcher, line: str) -> None:
+    # Printed under every CUDA/HIP error: its words (CUDA, `device-side assertions`) named a
+    # runtime error and a device-side assert beside an OOM or a kernel built for another GPU.
+    assert matcher.match_all(line) == []
+
+
+def test_a_cuda_errors_advice_adds_no_finding_to_its_log() -> None:
+    triage = scan_paths([DATA / "real-logs" / "vllm-14452-sm120.log"])
+    assert [(o.id, o.line_no) for o in triage.findings if o.severity == "fatal"] == [("gpu-binary-incompatible", 3)]
+
+
 def test_every_healthy_engine_is_represented() -> None:
     healthy = " ".join(str(e["file"]) for e in LOGS if e["root"] is None and not e.get("first"))
     for engine in ("sglang", "vllm", "trtllm", "dynamo"):
