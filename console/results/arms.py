@@ -1,10 +1,11 @@
 """One arm's results across its attempts: read through the one reader, merged by the one merge.
 
-Points come from the monitor's live views when it follows an attempt, else from the result
-files: on this machine with seeks, on a remote cluster through the transport (a listing plus
-each file's head and tail bytes, never a whole file). Either way :func:`arm_view` merges them:
-the latest valid result per concurrency, with the attempt it came from, against the points
-the arm expects.
+Points come from the monitor's live views when it follows an attempt (of an ended one, only a
+view that holds every point it was launched with: the monitor reads a poll behind), else from
+the result files: on this machine with seeks, on a remote cluster through the transport (a
+listing plus each file's head and tail bytes, never a whole file). Either way :func:`arm_view`
+merges them: the latest valid result per concurrency, with the attempt it came from, against
+the points the arm expects.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ async def fetch_attempt_points(engine: Engine, attempt: AttemptRow) -> AttemptPo
 async def fetch_arm_points(
     engine: Engine, arm_id: int, monitor_views: Mapping[int, LiveView] | None = None
 ) -> dict[int, AttemptPoints]:
-    """Per attempt of the arm: its points (from the monitor when it has them, else read now)."""
+    """Per attempt of the arm: its points (from the monitor when it holds them all, else read now)."""
     return {
         attempt.id: await fetch_points_of(engine, attempt, (monitor_views or {}).get(attempt.id))
         for attempt in engine.store.attempts(arm_id)
