@@ -86,6 +86,10 @@ def main(argv: Sequence[str] | None = None, ui: UiRunner | None = None) -> int:
         store = sys.modules.get("console.store")
         if store is not None and isinstance(exc, store.StoreError):
             return fail(str(exc))
+        # A catalog that cannot be read (an install's own, damaged): its file and line.
+        signatures = sys.modules.get("console.signatures")
+        if signatures is not None and isinstance(exc, signatures.CatalogError):
+            return fail(str(exc))
         raise
 
 

@@ -225,3 +225,19 @@ def test_a_session_installs_the_operators_signatures(tmp_path: Path, monkeypatch
         import asyncio
 
         asyncio.run(session.close())
+
+
+def test_a_damaged_bundled_catalog_is_named_with_its_fault_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from console import signatures
+
+    broken = write(tmp_path / "signatures.yaml", "version: 1\nsignatures:\n  - id: x\n    keywords: [a: b]\n")
+    monkeypatch.setattr(signatures, "bundled_catalog_path", lambda: broken)
+    signatures.bundled_catalog.cache_clear()
+    try:
+        assert main(["signatures", "check"]) == 1
+    finally:
+        signatures.bundled_catalog.cache_clear()
+    err = capsys.readouterr().err
+    assert err.startswith(f"srt-console: {broken}: signature #1 ('x')") and "Traceback" not in err
