@@ -8,10 +8,11 @@ before it) says. :func:`diagnose` turns a collection of them into a :class:`Diag
 - the root cause is the earliest specific (non-wrapper) fatal finding: startup before
   infra before runtime before scheduler, then the earliest time, then the narrower
   (higher-priority) signature, then file order; a worker's own line beats srtctl's quote
-  of it in the sweep log. Without one, the earliest specific non-wrapper error, then an
-  unrecognised error (a ``generic`` signature: an uncaught exception, a FATAL, srtctl's
-  ERROR line), else the earliest wrapper in time (the cause is then in a log that was not
-  read; a health-check timeout a second after a process died is that death's consequence);
+  of it in the sweep log. Without one, the earliest specific non-wrapper error, then the
+  earliest in time of an unrecognised error (a ``generic`` signature: an uncaught exception,
+  a FATAL, srtctl's ERROR line) and a fatal wrapper (the cause is then in a log that was not
+  read; an unrecognised error or a health-check timeout a second after a process died is that
+  death's consequence), else the earliest wrapper;
 - other signatures on the root's own lines (the OOM of a traceback whose next exception says
   graph capture failed) are the same failure, not its consequences; every other error or
   fatal group is a consequence (wrappers and cascades);
@@ -511,29 +512,36 @@ def _root(groups: list[FindingGroup]) -> FindingGroup | None:
                     g.first.line_no,
                 ),
             )
-    # Nothing specific: an unrecognised error, else what only reports a failure. These are
-    # taken in time order: a report written after another one is its consequence.
-    rest = (
-        [g for g in groups if not g.first.wrapper and g.first.generic and g.first.severity in ("fatal", "error")],
-        [g for g in groups if g.first.wrapper and g.first.severity == "fatal"],
-        [g for g in groups if g.first.wrapper and g.first.severity == "error"],
+    # Nothing specific: an unrecognised error or a fatal report that something died, whichever
+    # was written first (a report written after another one is its consequence: vLLM's
+    # `Executor failed` after `Worker proc ... died`), else any report. Of each kind the
+    # earliest, then the most severe and narrowest.
+    unrecognised = [
+        g for g in groups if g.first.generic and not g.first.wrapper and g.first.severity in ("fatal", "error")
+    ]
+    fatal_reports = [g for g in groups if g.first.wrapper and g.first.severity == "fatal"]
+    firsts = [_earliest(kind) for kind in (unrecognised, fatal_reports) if kind]
+    if firsts:
+        clock = _clock([g.first for g in firsts])
+        return min(firsts, key=lambda g: (g.first.quoted, clock(g.first), g.first.order))
+    reports = [g for g in groups if g.first.wrapper and g.first.severity == "error"]
+    return _earliest(reports) if reports else None
+
+
+def _earliest(tier: list[FindingGroup]) -> FindingGroup:
+    clock = _clock([g.first for g in tier])
+    return min(
+        tier,
+        key=lambda g: (
+            g.first.quoted,
+            clock(g.first),
+            _SEVERITY_RANK.get(g.first.severity, 9),
+            -g.first.finding.priority,
+            g.first.order,
+            g.first.file,
+            g.first.line_no,
+        ),
     )
-    for tier in rest:
-        if tier:
-            clock = _clock([g.first for g in tier])
-            return min(
-                tier,
-                key=lambda g: (
-                    g.first.quoted,
-                    clock(g.first),
-                    _SEVERITY_RANK.get(g.first.severity, 9),
-                    -g.first.finding.priority,
-                    g.first.order,
-                    g.first.file,
-                    g.first.line_no,
-                ),
-            )
-    return None
 
 
 def _roles(workers: Mapping[str, Iterable[str]] | None, groups: list[FindingGroup]) -> dict[str, set[str]]:

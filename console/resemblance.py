@@ -32,7 +32,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["BENIGN", "FAILURE_KEYWORDS", "FAILURE_PHRASES", "FAILURE_WORDS", "Guess", "Resemblance", "words"]
+__all__ = [
+    "BENIGN",
+    "FAILURE_KEYWORDS",
+    "FAILURE_PHRASES",
+    "FAILURE_WORDS",
+    "Guess",
+    "Resemblance",
+    "says_retry",
+    "words",
+]
 
 BENIGN: Final = ""
 """The class of benign lines (no signature)."""
@@ -119,7 +128,17 @@ _STACK: Final = re.compile(
 # A line that says it retries is on the way to a failure, not one: the give-up line that may
 # follow is the failure (`ERROR failed to connect, willRetry=1, retry=1, retryLimit=3`).
 _RETRY = re.compile(r"(?i)\bretrying\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
+
+
+def says_retry(text: str) -> bool:
+    """Whether the line says it will try again (the matcher names no family in it either)."""
+    return _RETRY.search(text) is not None
+
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]+")
+# An id, a hash or an address in hex (`actor_id=844eebf05e31...`, `0x7ef91ede3e80`): its letters
+# are no words (`eebf`, `ede`), though they would read as some known line's.
+_HEX = re.compile(r"(?<![\w.-])(?:0[xX])?(?=[0-9a-fA-F]{0,64}\d)[0-9a-fA-F]{6,}(?![\w-])")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 # Words that say nothing of a failure: English glue, and a log format's own words (logfmt's
 # `time=... level=error msg=...` would make any such line read like etcd's).
@@ -136,7 +155,7 @@ def words(text: str) -> list[str]:
     (``_kgspIsHeartbeatTimedOut`` names a heartbeat that timed out); numbers, hex and one
     letters are left out."""
     out: list[str] = []
-    for word in _WORD.findall(text):
+    for word in _WORD.findall(_HEX.sub(" ", text)):
         parts = [p for p in _CAMEL.sub("_", word).split("_") if len(p) > 1]
         low = word.lower()
         if len(parts) > 1:
@@ -201,7 +220,7 @@ class Resemblance:
         """The signature the line reads like, or None (benign, unclear, or no failure word)."""
         # The head of a long line says what it is, and bounds the cost of a hostile one.
         head = text[:_MAX_CHARS]
-        if _RETRY.search(head) is not None:  # (before numbers are masked: `willRetry=1`)
+        if says_retry(head):  # (before numbers are masked: `willRetry=1`)
             return None
         return self._cached(_DIGITS.sub("0", head))
 

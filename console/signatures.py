@@ -41,7 +41,7 @@ import yaml
 
 from console.agent import literal_union, prefilter_sources
 from console.paths import asset
-from console.resemblance import BENIGN, FAILURE_KEYWORDS, Resemblance
+from console.resemblance import BENIGN, FAILURE_KEYWORDS, Resemblance, says_retry
 
 __all__ = [
     "CATEGORIES",
@@ -103,7 +103,9 @@ _FIELDS: Final = frozenset(
     }
 )
 _REQUIRED: Final = ("id", "title", "category", "severity", "hint")
-_TOP_LEVEL: Final = frozenset({"version", "context", "error_lines", "warning_lines", "corpus", "signatures"})
+_TOP_LEVEL: Final = frozenset(
+    {"version", "context", "error_lines", "warning_lines", "quiet_lines", "corpus", "signatures"}
+)
 # CSI, OSC and two-character escape sequences (colour codes, titles, cursor moves).
 _ESCAPE: Final = r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?|[@-Z\\-_])"
 _ANSI_RE: Final = re.compile(_ESCAPE)
@@ -111,6 +113,9 @@ _ANSI_RE: Final = re.compile(_ESCAPE)
 _BARE_SGR: Final = r"\u2190?\[(?:\d{1,3};){0,4}\d{1,3}m"
 _BARE_SGR_RE: Final = re.compile(_BARE_SGR)
 _ANSI_OR_BARE_RE: Final = re.compile(_ESCAPE + "|" + _BARE_SGR)
+# A path's folders and files (`/opt/rocm-6.2/...`, `.../tcp/pair.cc:534`) are not words of a
+# message: a family word found only there names nothing.
+_PATH_RE: Final = re.compile(r"[^\s'\"(),;=]*/[^\s'\"(),;]*")
 _JSON_MAX_CHARS: Final[int] = 1 << 20
 # libyaml's safe loader when PyYAML has it (ten times faster on the catalog: a scan starts sooner).
 _YAML_LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -189,6 +194,9 @@ class Catalog:
     sources: tuple[Path, ...] = ()
     error_lines: tuple[re.Pattern[str], ...] = ()
     warning_lines: tuple[re.Pattern[str], ...] = ()  # not error-level, though they quote an error
+    # Lines no signature finds anything in: a tool's informational level that quotes the
+    # errors it handles (`NCCL INFO`; NCCL reports its failures with `NCCL WARN`).
+    quiet_lines: tuple[re.Pattern[str], ...] = ()
     # Files of real labelled lines (assets/real-lines.yaml) that a line no regex knows is
     # compared with (console.resemblance): none, and nothing is named by resemblance.
     corpus: tuple[Path, ...] = ()
@@ -285,6 +293,7 @@ def merge_catalog(base: Catalog, part: Catalog, source: Path | None = None) -> C
         sources=sources,
         error_lines=(*base.error_lines, *part.error_lines),
         warning_lines=(*base.warning_lines, *part.warning_lines),
+        quiet_lines=(*base.quiet_lines, *part.quiet_lines),
         corpus=tuple(dict.fromkeys((*base.corpus, *part.corpus))),
     )
 
@@ -333,7 +342,7 @@ def parse_catalog_document(
     if not isinstance(entries, list):
         return empty, [f"{where}: field 'signatures' must be a list of entries"]
     patterns: dict[str, tuple[re.Pattern[str], ...]] = {}
-    for name in ("context", "error_lines", "warning_lines"):
+    for name in ("context", "error_lines", "warning_lines", "quiet_lines"):
         raw = data.get(name, [])
         if not isinstance(raw, list):
             return empty, [f"{where}: field {name!r} must be a list of regexes"]
@@ -352,13 +361,20 @@ def parse_catalog_document(
         except CatalogError as exc:
             return empty, [f"{where}: field 'corpus': {exc}"]
     signatures, problems = parse_entries(
-        entries, where, line_of, key=("signatures",), context=patterns["context"], lazy=lazy
+        entries,
+        where,
+        line_of,
+        key=("signatures",),
+        context=patterns["context"],
+        quiet=patterns["quiet_lines"],
+        lazy=lazy,
     )
     part = Catalog(
         signatures=tuple(signatures),
         context=patterns["context"],
         error_lines=patterns["error_lines"],
         warning_lines=patterns["warning_lines"],
+        quiet_lines=patterns["quiet_lines"],
         corpus=tuple(files),
     )
     return part, problems
@@ -371,10 +387,12 @@ def parse_entries(
     *,
     key: tuple[str | int, ...] = ("signatures",),
     context: tuple[re.Pattern[str], ...] = (),
+    quiet: tuple[re.Pattern[str], ...] = (),
     lazy: bool = False,
 ) -> tuple[list[Signature], list[str]]:
     """Catalog entries validated one by one (regexes compiled, examples matched, benign lines
-    not): the good ones, and a message naming the file, line, entry and field of each bad one."""
+    not, the catalog's ``quiet`` lines applying): the good ones, and a message naming the file,
+    line, entry and field of each bad one."""
     signatures: list[Signature] = []
     problems: list[str] = []
     seen: set[str] = set()
@@ -385,7 +403,7 @@ def parse_entries(
             sig = _parse_entry(label, index, entry, lazy=lazy)
             if sig.id in seen:
                 raise CatalogError(f"{label}: signature #{index} ({sig.id!r}): field 'id': duplicate id")
-            sig = _check_examples(sig, entry, f"{label}: signature #{index} ({sig.id!r})", context)
+            sig = _check_examples(sig, entry, f"{label}: signature #{index} ({sig.id!r})", context, quiet)
         except CatalogError as exc:
             problems.append(str(exc))
             continue
@@ -394,7 +412,13 @@ def parse_entries(
     return signatures, problems
 
 
-def _check_examples(sig: Signature, entry: object, where: str, context: tuple[re.Pattern[str], ...]) -> Signature:
+def _check_examples(
+    sig: Signature,
+    entry: object,
+    where: str,
+    context: tuple[re.Pattern[str], ...],
+    quiet: tuple[re.Pattern[str], ...] = (),
+) -> Signature:
     """An entry's ``examples`` must be found under it (through its keywords), its ``benign``
     lines must not. The signature with its lines."""
     assert isinstance(entry, dict)
@@ -404,7 +428,7 @@ def _check_examples(sig: Signature, entry: object, where: str, context: tuple[re
         return sig
     if sig.uncaught or sig.novel:
         raise CatalogError(f"{where}: field 'examples'/'benign': a signature without a regex has no lines to test")
-    alone = Matcher(Catalog(signatures=(sig,), context=context))
+    alone = Matcher(Catalog(signatures=(sig,), context=context, quiet_lines=quiet))
     for i, line in enumerate(examples, start=1):
         if alone.match_line(line) is None:
             gated = " (no keyword of the entry is in it)" if sig.keywords and not alone.has_keyword(line) else ""
@@ -779,13 +803,16 @@ class Matcher:
         return prepared
 
     def _scan(self, prepared: _Prepared, *, first_only: bool) -> list[Finding]:
+        text = prepared.text
+        for quiet in self._catalog.quiet_lines:
+            if quiet.search(text) is not None:
+                return []
         chosen = set(self._unkeyed_indices)
         if prepared.keyed and self._keywords_held is not None:
             for keyword in self._keywords_held.held(prepared.low):
                 chosen.update(self._selects[keyword])
         findings: list[Finding] = []
         stop_below: int | None = None
-        text = prepared.text
         for index in sorted(chosen):
             sig = self._ordered[index]
             if stop_below is not None and sig.priority < stop_below:
@@ -815,14 +842,17 @@ class Matcher:
 
     def _family(self, prepared: _Prepared) -> Finding | None:
         """The most specific signature with a family word in the line, when it is an
-        error-level one (one of the catalog's ``error_lines``, none of its ``warning_lines``)."""
-        held = self._family_words_held.held(prepared.low)
+        error-level one (one of the catalog's ``error_lines``, none of its ``warning_lines``)
+        that does not say it will try again."""
+        held = self._family_words_held.held(_PATH_RE.sub(" ", prepared.low))
         if not held:
             return None
         best, word = min((self._families[w][0], w) for w in held)
         text = prepared.text
         level = next((m for m in (p.search(text) for p in self._catalog.error_lines) if m is not None), None)
         if level is None or any(p.search(text) is not None for p in self._catalog.warning_lines):
+            return None
+        if says_retry(text):  # (Ray's `..., so the task will be retried. Error: ...`)
             return None
         sig = self._ordered[best]
         if sig.exclude is not None and sig.exclude.search(text) is not None:

@@ -71,7 +71,9 @@ def user_catalog(config: Config, base: Catalog | None = None) -> tuple[Catalog, 
             catalog = _merge_file(catalog, path, problems)
     elif isinstance(raw, list):
         line_of = marks.line if marks is not None else None
-        signatures, found = parse_entries(raw, where, line_of, key=("signatures",), context=catalog.context)
+        signatures, found = parse_entries(
+            raw, where, line_of, key=("signatures",), context=catalog.context, quiet=catalog.quiet_lines
+        )
         problems += found
         catalog = merge_catalog(catalog, Catalog(signatures=tuple(signatures)), config.path)
     else:

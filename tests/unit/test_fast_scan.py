@@ -122,9 +122,11 @@ def test_each_real_srtctl_job_dir(engine: str, job: str) -> None:
 
 
 def _healthy() -> list[bytes]:
+    """The lines of the real healthy logs, to put between the lines under test (a line of many
+    KB, a progress bar's redraws, is read whole by test_each_real_log: here it only slows)."""
     lines: list[bytes] = []
     for path in sorted(REAL_LOGS.glob("healthy-*.log")):
-        lines += [line for line in path.read_bytes().splitlines() if line.strip()]
+        lines += [line for line in path.read_bytes().splitlines() if line.strip() and len(line) <= 8192]
     return lines
 
 
@@ -270,4 +272,5 @@ def test_novel_lines_with_a_healthy_baseline(engine: str, name: str, tmp_path: P
     # Most uncatalogued lines outside the baseline are novel findings, every time they are written.
     assert len({f["captures"]["template"] for f in novel}) >= 6
     assert len(novel) >= 18
-    assert set(result["templates"]) > baseline
+    # the log's templates: those of the baseline it wrote again, and the uncatalogued lines'
+    assert len(set(result["templates"]) - baseline) >= 6 and set(result["templates"]) & baseline

@@ -102,6 +102,28 @@ def test_a_known_failure_with_its_wrappers_names_the_specific_cause_on_its_line(
     assert d.verdict == "failed"
 
 
+def test_an_unrecognised_error_written_after_a_death_is_its_consequence_and_one_before_is_the_cause() -> None:
+    # vLLM V1: a worker died with no word of why; the engine core then fails every call
+    # (`Executor failed.`), an exception no signature knows.
+    died = (
+        "(EngineCore_DP0 pid=478560) ERROR 01-18 22:19:25 [multiproc_executor.py:231] Worker proc VllmWorker-0"
+        " died unexpectedly, shutting down executor."
+    )
+    after = [
+        died,
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 954, in _handle_client_request',
+        '    raise ValueError("the scheduler is gone")',
+        "ValueError: the scheduler is gone",
+    ]
+    d = triage_files({"logs/n1_decode_w0.out": after}).diagnose("FAILED")
+    assert d.root_cause is not None and (d.root_cause.id, d.root_cause.first.line_no) == ("engine-process-died", 1)
+    # the same exception before the death is what may say why: it is the root
+    before = [*after[1:], died]
+    d = triage_files({"logs/n1_decode_w0.out": before}).diagnose("FAILED")
+    assert d.root_cause is not None and (d.root_cause.id, d.root_cause.first.line_no) == ("unrecognised-exception", 4)
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [

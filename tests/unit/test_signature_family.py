@@ -248,3 +248,32 @@ def test_a_family_match_is_as_severe_as_its_line() -> None:
     triage = Triage()
     triage.feed("logs/n1_prefill_w0.out", [line])
     assert triage.diagnose("RUNNING").verdict == "failed"  # not "degraded": nothing fatal was found
+
+
+QUIET = """\
+version: 1
+quiet_lines:
+  - '\\bNCCL INFO\\b'
+signatures:
+  - id: site-refused
+    title: Connection refused
+    category: runtime
+    severity: error
+    keywords: [connection refused]
+    regex: 'Connection refused'
+    hint: The peer is not listening.
+    examples: ['ConnectionRefusedError: [Errno 111] Connection refused']
+    benign: ['node-3:412:598 [0] NCCL INFO Call to connect returned Connection refused, retrying']
+"""
+
+
+def test_a_quiet_line_yields_no_signature_and_its_entries_benign_lines_may_rely_on_it(tmp_path: Path) -> None:
+    path = tmp_path / "quiet.yaml"
+    path.write_text(QUIET, encoding="utf-8")
+    matcher = Matcher(load_catalog(path))  # loads: the benign line is quiet, the entry has no exclude
+    assert matcher.match_line("ConnectionRefusedError: [Errno 111] Connection refused").signature_id == "site-refused"
+    assert matcher.match_line("node-3:412:598 [0] NCCL INFO Call to connect returned Connection refused") is None
+    # without the catalog's quiet line, the same entry's benign line is refused on load
+    path.write_text(QUIET.replace("quiet_lines:\n  - '\\bNCCL INFO\\b'\n", ""), encoding="utf-8")
+    with pytest.raises(CatalogError, match="field 'benign' #1: matched, but must not be"):
+        load_catalog(path)

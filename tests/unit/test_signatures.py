@@ -642,3 +642,20 @@ def test_a_bundled_regex_is_compiled_at_its_first_search_and_an_operators_when_r
     )
     with pytest.raises(signatures.CatalogError, match="invalid regex"):
         signatures.load_catalog(bad)
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        # (constructed in the forms engines use when they take another path)
+        ("WARNING 01-01 [rocm.py:120] flash_attn is not supported on gfx90a, falling back to triton backend", None),
+        ("Custom allreduce is not supported on gfx1100; disabling it.", None),
+        ("ck_moe is not supported on gfx942. Using the default MoE implementation.", None),
+        ("FlashInfer is only supported on SM80+; using FLASH_ATTN backend instead", None),
+        ("RuntimeError: MXFP4 quantization is not supported on gfx942", "gpu-binary-incompatible"),
+        ("ValueError: The fused MoE kernel is only supported on SM90 and SM100", "gpu-binary-incompatible"),
+    ],
+)
+def test_a_method_for_other_gpus_is_a_failure_unless_the_engine_falls_back(line: str, found: str | None) -> None:
+    finding = default_matcher().match_line(line)
+    assert (finding.signature_id if finding is not None else None) == found
