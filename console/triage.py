@@ -165,7 +165,11 @@ def read_lines(handle: BinaryIO, *, max_chars: int = MAX_TEXT_CHARS, block: int 
     its first and its last ``max_chars`` characters joined by a ``… [+N bytes] …`` marker, so
     an error written at the end of a 10 MB line is still there to be matched - unless it is
     made of ``\\r``-separated redraws (progress bars written to a file): such a line is split
-    on ``\\r`` and each redraw is given as a line of its own.
+    on ``\\r`` and given as its redraws that say something new, still ``\\r``-separated (the
+    matcher takes each on its own), so that it stays one line and the lines after it keep the
+    file's numbers. Of a run of redraws alike but for their numbers and bar (`45%|████▌ |
+    45/100`), the last is kept; past ``max_chars * 4`` characters, redraws are left out from the
+    middle.
     """
     assembler = _LineAssembler(max_chars)
     read = handle.read
@@ -175,6 +179,9 @@ def read_lines(handle: BinaryIO, *, max_chars: int = MAX_TEXT_CHARS, block: int 
             break
         yield from assembler.feed(data)
     yield from assembler.finish()
+
+
+_NOT_LETTERS: Final = re.compile(r"[^A-Za-z]+")
 
 
 class _LineAssembler:
@@ -187,22 +194,25 @@ class _LineAssembler:
         self.head = b""  # an over-long line's first bytes
         self.hidden = 0  # bytes of an over-long line neither in head nor in current
         self.redrawn = False  # an over-long line with \r in it: split on \r
+        self.redraws: list[tuple[str, str]] = []  # its redraws kept so far, with their letters
+        self.redraws_chars = 0
+        self.redraws_left_out = 0
 
     def feed(self, data: bytes) -> Iterator[str]:
         start = 0
         while True:
             nl = data.find(b"\n", start)
-            yield from self._add(data[start:] if nl < 0 else data[start:nl])
+            self._add(data[start:] if nl < 0 else data[start:nl])
             if nl < 0:
                 return
             yield from self._end_line()
             start = nl + 1
 
     def finish(self) -> Iterator[str]:
-        if self.current or self.head:
+        if self.current or self.head or self.redraws:
             yield from self._end_line()
 
-    def _add(self, piece: bytes) -> Iterator[str]:
+    def _add(self, piece: bytes) -> None:
         if not self.redrawn and b"\r" in piece and (self.head or len(self.current) + len(piece) > self.limit):
             # An over-long line that redraws itself: from here on, \r ends a line.
             self.redrawn = True
@@ -210,10 +220,24 @@ class _LineAssembler:
             first, *rest = piece.split(b"\r")
             self._append(first)
             for part in rest:
-                yield self._take()
+                self._keep_redraw(self._take())
                 self._append(part)
             return
         self._append(piece)
+
+    def _keep_redraw(self, text: str) -> None:
+        """One redraw of an over-long redrawn line: kept unless it only redraws the last one
+        kept (then it replaces it), the middle ones left out past the limit."""
+        letters = _NOT_LETTERS.sub("", text)
+        if self.redraws and self.redraws[-1][1] == letters:
+            self.redraws_chars -= len(self.redraws[-1][0])
+            self.redraws[-1] = (text, letters)
+        else:
+            self.redraws.append((text, letters))
+        self.redraws_chars += len(text)
+        while self.redraws_chars > self.limit and len(self.redraws) > 2:
+            self.redraws_chars -= len(self.redraws.pop(1)[0])
+            self.redraws_left_out += 1
 
     def _append(self, piece: bytes) -> None:
         self.current += piece
@@ -247,8 +271,18 @@ class _LineAssembler:
         return text
 
     def _end_line(self) -> Iterator[str]:
-        yield self._take()
+        if not self.redrawn:
+            yield self._take()
+            return
+        self._keep_redraw(self._take())
+        kept = [text for text, _ in self.redraws]
+        if self.redraws_left_out:
+            kept.insert(1, f"… [+{self.redraws_left_out} redraws] …")
+        yield "\r".join(kept)
         self.redrawn = False
+        self.redraws = []
+        self.redraws_chars = 0
+        self.redraws_left_out = 0
 
 
 @dataclass(frozen=True)

@@ -368,14 +368,33 @@ def test_a_file_of_carriage_return_redraws_is_split_on_them(tmp_path: Path) -> N
     progress = "".join(
         f"\rProcessed prompts: {i % 100:3d}%|####| {i}/100000 [00:01<00:02, 9.1it/s]" for i in range(60_000)
     )
-    log.write_bytes((progress + "\rRuntimeError: CUDA error: an illegal memory access was encountered").encode())
+    crash = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    log.write_bytes((progress + "\r" + crash).encode())
     with log.open("rb") as fh:
         lines = list(read_lines(fh))
-    assert len(lines) > 50_000
-    assert max(map(len, lines)) < 3 * 4096
+    # one line, as the file has: its redraws that say something new, each matched on its own
+    assert len(lines) == 1 and lines[0].split("\r")[-1] == crash and len(lines[0]) < 4 * 4096
     triage = scan_paths([log])
-    assert [o.id for o in triage.findings] == ["gpu-illegal-memory-access"]
+    assert [(o.id, o.line_no) for o in triage.findings] == [("gpu-illegal-memory-access", 1)]
     assert triage.findings[0].text.startswith("RuntimeError: CUDA error")
+
+
+def test_the_lines_after_a_long_redrawn_line_keep_the_files_numbers(tmp_path: Path) -> None:
+    # a training or benchmark progress bar written to a Slurm .out file, 3,000 redraws on one line
+    bar = "".join(
+        f"\r{i * 100 // 3000:3d}%|{'█' * (i // 300):<10}| {i}/3000 [00:{i % 60:02d}<01:00]" for i in range(3000)
+    )
+    lines = ["Starting benchmark", bar, "an error in the middle\r" + bar[:90_000], "next"]
+    lines.append("slurmstepd: error: *** JOB 370250 ON n1 CANCELLED AT 2025-08-17T06:49:14 DUE TO TIME LIMIT ***")
+    log = tmp_path / "slurm-370250.out"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with log.open("rb") as fh:
+        read = list(read_lines(fh))
+    assert len(read) == 5 and read[3] == "next"
+    assert "an error in the middle" in read[2].split("\r")  # a redraw of its own is kept
+    assert sum(len(line) for line in read) < 5 * 4 * 4096
+    triage = scan_paths([log])
+    assert [(o.id, o.line_no) for o in triage.findings] == [("slurm-time-limit", 5)]
 
 
 def test_an_error_in_an_earlier_segment_of_a_redrawn_line_is_found(matcher: Matcher, tmp_path: Path) -> None:
