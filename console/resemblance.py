@@ -40,6 +40,7 @@ __all__ = [
     "Guess",
     "Resemblance",
     "says_retry",
+    "without_paths",
     "words",
 ]
 
@@ -105,6 +106,14 @@ _SAYING: Final = FAILURE_WORDS | _CODE_WORDS | frozenset((
 ))  # fmt: skip
 _PLAIN = re.compile(r"(?<![\w])[A-Za-z]+(?![\w])")  # a word, not a part of a name (`rpc_kill_job`)
 _PATH = re.compile(r"[^\s'\"(),;=]*/[^\s'\"(),;]*")
+
+
+def without_paths(text: str) -> str:
+    """The text with its paths (`/opt/rocm-6.2/...`, `.../tcp/pair.cc:534`) blanked: their
+    folders and files are no words of a message."""
+    return _PATH.sub(" ", text)
+
+
 # A builtin exception's name says that something was raised, not what failed: `ValueError:
 # percentile of an empty sequence` is no failure of any signature, and its `Error` alone let
 # every config check an engine raises be named after the class holding most `ValueError`s.
@@ -232,7 +241,7 @@ class Resemblance:
         # ERROR line by line is no failure), a builtin exception's name or a path
         # (`runs/mocker-kill-a1/`); in a name, only an error code's words count
         # (`cudaErrorIllegalAddress`, not `_rpc_kill_job`).
-        said = _PATH.sub(" ", _LEVEL.sub(" ", _GENERIC_EXCEPTION.sub(" ", text)))
+        said = without_paths(_LEVEL.sub(" ", _GENERIC_EXCEPTION.sub(" ", text)))
         if (
             FAILURE_WORDS.isdisjoint(w.lower() for w in _PLAIN.findall(said))
             and _CODE_WORDS.isdisjoint(words(said))

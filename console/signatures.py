@@ -41,7 +41,7 @@ import yaml
 
 from console.agent import literal_union, prefilter_sources
 from console.paths import asset
-from console.resemblance import BENIGN, FAILURE_KEYWORDS, Resemblance, says_retry
+from console.resemblance import BENIGN, FAILURE_KEYWORDS, Resemblance, says_retry, without_paths
 
 __all__ = [
     "CATEGORIES",
@@ -113,9 +113,6 @@ _ANSI_RE: Final = re.compile(_ESCAPE)
 _BARE_SGR: Final = r"\u2190?\[(?:\d{1,3};){0,4}\d{1,3}m"
 _BARE_SGR_RE: Final = re.compile(_BARE_SGR)
 _ANSI_OR_BARE_RE: Final = re.compile(_ESCAPE + "|" + _BARE_SGR)
-# A path's folders and files (`/opt/rocm-6.2/...`, `.../tcp/pair.cc:534`) are not words of a
-# message: a family word found only there names nothing.
-_PATH_RE: Final = re.compile(r"[^\s'\"(),;=]*/[^\s'\"(),;]*")
 _JSON_MAX_CHARS: Final[int] = 1 << 20
 # libyaml's safe loader when PyYAML has it (ten times faster on the catalog: a scan starts sooner).
 _YAML_LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -844,7 +841,8 @@ class Matcher:
         """The most specific signature with a family word in the line, when it is an
         error-level one (one of the catalog's ``error_lines``, none of its ``warning_lines``)
         that does not say it will try again."""
-        held = self._family_words_held.held(_PATH_RE.sub(" ", prepared.low))
+        # (a family word only in a path names nothing: `.../v0.5.3-rocm700-mi35x/...`)
+        held = self._family_words_held.held(without_paths(prepared.low))
         if not held:
             return None
         best, word = min((self._families[w][0], w) for w in held)

@@ -193,7 +193,7 @@ class _LineAssembler:
         self.current = bytearray()  # the line so far; past the limit, only its last bytes
         self.head = b""  # an over-long line's first bytes
         self.hidden = 0  # bytes of an over-long line neither in head nor in current
-        self.redrawn = False  # an over-long line with \r in it: split on \r
+        self.redrawn = False  # an over-long line with \r in it: kept as its redraws
         self.redraws: list[tuple[str, str]] = []  # its redraws kept so far, with their letters
         self.redraws_chars = 0
         self.redraws_left_out = 0
@@ -205,12 +205,12 @@ class _LineAssembler:
             self._add(data[start:] if nl < 0 else data[start:nl])
             if nl < 0:
                 return
-            yield from self._end_line()
+            yield self._end_line()
             start = nl + 1
 
     def finish(self) -> Iterator[str]:
         if self.current or self.head or self.redraws:
-            yield from self._end_line()
+            yield self._end_line()
 
     def _add(self, piece: bytes) -> None:
         if not self.redrawn and b"\r" in piece and (self.head or len(self.current) + len(piece) > self.limit):
@@ -270,19 +270,18 @@ class _LineAssembler:
         self.hidden = 0
         return text
 
-    def _end_line(self) -> Iterator[str]:
+    def _end_line(self) -> str:
         if not self.redrawn:
-            yield self._take()
-            return
+            return self._take()
         self._keep_redraw(self._take())
         kept = [text for text, _ in self.redraws]
         if self.redraws_left_out:
             kept.insert(1, f"… [+{self.redraws_left_out} redraws] …")
-        yield "\r".join(kept)
         self.redrawn = False
         self.redraws = []
         self.redraws_chars = 0
         self.redraws_left_out = 0
+        return "\r".join(kept)
 
 
 @dataclass(frozen=True)
