@@ -112,6 +112,11 @@ class Observation:
         return self.finding.generic
 
     @property
+    def stop(self) -> bool:
+        """A stop asked of the process (a SIGTERM it received): what its file reports after it is teardown."""
+        return self.finding.stop
+
+    @property
     def family(self) -> str | None:
         """The family word that named this failure when no regex of its signature matched."""
         return self.finding.captures.get("family") if self.finding.family else None
@@ -233,7 +238,8 @@ class Diagnosis:
     job_id: str | None = None
     nodes: int | None = None
     state: str | None = None
-    teardown: tuple[FindingGroup, ...] = ()  # logged after a successful run's cleanup began
+    teardown: tuple[FindingGroup, ...] = ()  # logged after a successful run's cleanup began, or after a stop
+    stops: tuple[FindingGroup, ...] = ()  # the stops asked of processes that the teardown came after
     same_failure: tuple[FindingGroup, ...] = ()  # the root's own lines named by other signatures
     recurrences: tuple[str, ...] = ()  # earlier attempts of the arm that the same root cause ended
     stall: Stall | None = None
@@ -265,6 +271,7 @@ class Diagnosis:
             "nodes": self.nodes,
             "state": self.state,
             "teardown": [g.to_json() for g in self.teardown],
+            "stops": [g.to_json() for g in self.stops],
         }
 
 
@@ -295,6 +302,7 @@ def diagnose(
     failing: bool = False,
     earlier: Sequence[tuple[str, str]] = (),
     stall: Stall | None = None,
+    up: Mapping[str, int] | None = None,
 ) -> Diagnosis:
     """Diagnose one attempt from its located findings.
 
@@ -308,7 +316,8 @@ def diagnose(
     came after its cleanup began; ``cancelled`` says the operator cancelled the attempt;
     ``failing`` says the orchestrator logged that the job failed; ``earlier`` holds the
     earlier attempts of the arm as ``(attempt ref, root key)``; ``stall`` says no worker wrote
-    for long while srtctl waits for health.
+    for long while srtctl waits for health; ``up`` maps a log to its first line that says its
+    server is up (a startup failure written above it did not stop the start).
     """
     groups = group_findings(observations)
     return diagnose_groups(
@@ -326,6 +335,7 @@ def diagnose(
         failing=failing,
         earlier=earlier,
         stall=stall,
+        up=up,
     )
 
 
@@ -360,6 +370,7 @@ def diagnose_groups(
     failing: bool = False,
     earlier: Sequence[tuple[str, str]] = (),
     stall: Stall | None = None,
+    up: Mapping[str, int] | None = None,
 ) -> Diagnosis:
     """:func:`diagnose` for findings already grouped (a live follower keeps groups, not lines)."""
     ordered = list(groups)
@@ -369,12 +380,17 @@ def diagnose_groups(
     if succeeded and teardown is not None:
         torn = tuple(g for g in ordered if teardown(g.first))
         ordered = [g for g in ordered if g not in torn]
+    stops, stopped = _stopped(ordered)
+    if stopped:
+        torn += stopped
+        ordered = [g for g in ordered if g not in stopped]
     state_name = _state_name(state)
     counts: dict[str, int] = {}
     for g in ordered:
         counts[g.id] = counts.get(g.id, 0) + g.count
 
-    root = _root(ordered)
+    survived = _survived(up or {})
+    root = _root(ordered, survived)
     has_fatal = any(g.first.severity == "fatal" for g in ordered)
     has_error = any(g.first.severity == "error" for g in ordered)
 
@@ -417,7 +433,7 @@ def diagnose_groups(
         verdict = "cancelled"
     elif succeeded:
         verdict = "degraded" if has_fatal or has_error else "healthy"
-    elif has_fatal and live and not ending and any(_startup_fatal(g, starting) for g in ordered):
+    elif has_fatal and live and not ending and any(_startup_fatal(g, starting) and not survived(g) for g in ordered):
         verdict = "doomed"
     elif has_fatal or ended_badly:
         verdict = "failed"
@@ -443,6 +459,7 @@ def diagnose_groups(
         nodes=nodes,
         state=state_name,
         teardown=torn,
+        stops=stops,
         same_failure=same,
         recurrences=recurrences,
         stall=stall if verdict == "stalled" else None,
@@ -462,6 +479,29 @@ def same_failure(root: Observation, other: Observation) -> bool:
     if root.time is not None and other.time is not None and root.time_has_date == other.time_has_date:
         return abs(other.time - root.time) <= SAME_FAILURE_S
     return True
+
+
+def _stopped(groups: list[FindingGroup]) -> tuple[tuple[FindingGroup, ...], tuple[FindingGroup, ...]]:
+    """The stops asked of processes (a SIGTERM received), and the reports and unrecognised errors
+    their files wrote after them: a worker told to stop reports its engine dead as it goes
+    (vLLM's `EngineDeadError` after `received signal=SIGTERM`). A specific cause written after
+    a stop is still a failure."""
+    first: dict[str, FindingGroup] = {}
+    for g in groups:
+        if g.first.stop and (g.first.file not in first or g.first.line_no < first[g.first.file].first.line_no):
+            first[g.first.file] = g
+    if not first:
+        return (), ()
+    stopped = tuple(
+        g
+        for g in groups
+        if not g.first.stop
+        and (g.first.wrapper or g.first.generic)
+        and g.first.file in first
+        and g.first.line_no > first[g.first.file].first.line_no
+    )
+    used = tuple(s for s in first.values() if any(g.first.file == s.first.file for g in stopped))
+    return used, stopped
 
 
 def _startup_fatal(group: FindingGroup, starting: bool) -> bool:
@@ -485,19 +525,32 @@ def _clock(obs: list[Observation]) -> Callable[[Observation], float]:
     return key
 
 
-def _root(groups: list[FindingGroup]) -> FindingGroup | None:
+def _survived(up: Mapping[str, int]) -> Callable[[FindingGroup], bool]:
+    """Whether a group is a startup failure that its log's server outlived: the log said the
+    server was up below it (Mooncake's `No RDMA devices found` before a TCP transport that
+    served). It is no root cause while a specific failure the server did not outlive is found."""
+
+    def survived(g: FindingGroup) -> bool:
+        line = up.get(g.first.file)
+        return line is not None and g.first.category == "startup" and g.first.line_no < line
+
+    return survived
+
+
+def _root(groups: list[FindingGroup], survived: Callable[[FindingGroup], bool]) -> FindingGroup | None:
     causes = [g for g in groups if not g.first.wrapper and not g.first.generic]
     known = [g for g in causes if not g.first.finding.family]
     family = [g for g in causes if g.first.finding.family]
     # A cause a regex knows, then one named only by a family word in an error line or by
-    # resemblance to known lines.
+    # resemblance to known lines; a startup failure the server outlived after all of them.
     specific = (
         [g for g in known if g.first.severity == "fatal"],
         [g for g in known if g.first.severity == "error"],
         [g for g in family if g.first.severity == "fatal"],
         [g for g in family if g.first.severity == "error"],
     )
-    for tier in specific:
+    outlived = [g for tier in specific for g in tier if survived(g)]
+    for tier in (*([g for g in tier if not survived(g)] for tier in specific), outlived):
         if tier:
             clock = _clock([g.first for g in tier])
             return min(

@@ -139,6 +139,14 @@ _STACK: Final = re.compile(
 _RETRY = re.compile(r"(?i)\bretrying\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
 
 
+# A process that ended with code 0 succeeded (`Benchmark finished with exit code 0`): that `exit`
+# says no failure (taken out before numbers are masked, when a 1 would read as a 0).
+_SUCCESS_EXIT = re.compile(
+    r"(?i)\b(?:exit(?:ed)?|return(?:ed)?|finished) (?:with )?(?:exit )?(?:code|status)[ :=]{0,3}0(?![\d.])"
+    r"|\bexit_?code[:=] ?0(?![\d.])"
+)
+
+
 def says_retry(text: str) -> bool:
     """Whether the line says it will try again (the matcher names no family in it either)."""
     return _RETRY.search(text) is not None
@@ -231,7 +239,7 @@ class Resemblance:
         head = text[:_MAX_CHARS]
         if says_retry(head):  # (before numbers are masked: `willRetry=1`)
             return None
-        return self._cached(_DIGITS.sub("0", head))
+        return self._cached(_DIGITS.sub("0", _SUCCESS_EXIT.sub(" ", head)))
 
     def _classify(self, text: str) -> Guess | None:
         found = [w for w in dict.fromkeys(words(text)) if w in self._seen]

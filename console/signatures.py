@@ -69,7 +69,8 @@ __all__ = [
 ]
 
 CATEGORIES: Final[tuple[str, ...]] = ("startup", "runtime", "infra", "scheduler")
-SEVERITIES: Final[tuple[str, ...]] = ("fatal", "error", "warning")
+SEVERITIES: Final[tuple[str, ...]] = ("fatal", "error", "warning", "info")
+"""``info`` is a note that reports no failure (a stop asked of a process)."""
 MAX_LINE_CHARS: Final[int] = 4096
 """How much of a line the matcher scans at once: a longer line is scanned at its head and
 at its tail, this many characters each."""
@@ -100,6 +101,7 @@ _FIELDS: Final = frozenset(
         "examples",
         "benign",
         "family",
+        "stop",
     }
 )
 _REQUIRED: Final = ("id", "title", "category", "severity", "hint")
@@ -175,6 +177,10 @@ class Signature:
     # error-level line (the catalog's `error_lines`) holding one that no regex knows is
     # found under this signature, as a family match.
     family: tuple[str, ...] = ()
+    # A line that reports a stop asked of its process from outside (a SIGTERM, a Ctrl-C): the
+    # reports and unrecognised errors written after it in the same file are that stop's
+    # teardown, not failures.
+    stop: bool = False
     # The entry's own lines (validated: found under it, or not found): they teach the
     # resemblance of lines no regex knows too.
     examples: tuple[str, ...] = ()
@@ -223,6 +229,7 @@ class Finding:
     # (``captures["resembles"]`` holds the words that weighed most). A cause, ranked below
     # every regex-found one.
     family: bool = False
+    stop: bool = False  # a stop asked of the process (its signature's ``stop``)
 
     @property
     def basis(self) -> str | None:
@@ -246,6 +253,7 @@ class Finding:
             "captures": dict(self.captures),
             "generic": self.generic,
             "family": self.family,
+            "stop": self.stop,
         }
 
 
@@ -524,6 +532,12 @@ def _parse_entry(path: str | Path, index: int, entry: object, *, lazy: bool = Fa
     family = tuple(dict.fromkeys(k.lower() for k in raw_family))
     if family and generic:
         raise CatalogError(f"{where}: field 'family': an unrecognised error's signature has no family")
+    stop = bool_field("stop", False)
+    if stop and (severity != "info" or not wrapper or generic or family):
+        raise CatalogError(
+            f"{where}: field 'stop': a stop reports no failure: it needs severity 'info' and 'wrapper: true',"
+            " and no 'family'"
+        )
 
     return Signature(
         id=sig_id,
@@ -543,6 +557,7 @@ def _parse_entry(path: str | Path, index: int, entry: object, *, lazy: bool = Fa
         uncaught=uncaught,
         novel=novel,
         family=family,
+        stop=stop,
     )
 
 
@@ -925,6 +940,7 @@ class Matcher:
             captures=captures,
             generic=sig.generic,
             family=family,
+            stop=sig.stop,
         )
 
     def context_of(self, prefix: str) -> dict[str, str]:
@@ -1121,8 +1137,12 @@ _MAX_FRAMES: Final[int] = 400
 _UNCAUGHT_RE: Final = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}(?:\([\w.]{1,80}\))?)(?::\s|:?\s*$)"
 )
-# How processes are stopped, not how they fail.
-_STOPPED_RE: Final = re.compile(r"^(?:KeyboardInterrupt|GeneratorExit|(?:\w+\.)*CancelledError|SystemExit(?:: 0)?)\s*$")
+# How processes are stopped, not how they fail; and a watcher's word that a process it watched has
+# ended (psutil's, in SGLang's CPU monitor thread when the server is stopped): that end is told elsewhere.
+_STOPPED_RE: Final = re.compile(
+    r"^(?:(?:KeyboardInterrupt|GeneratorExit|(?:\w+\.)*CancelledError|SystemExit(?:: 0)?)\s*$"
+    r"|psutil\.NoSuchProcess: process no longer exists\b)"
+)
 TRACEBACK_OPENER: Final[str] = "recent call"
 """A line without it or :data:`FRAME_OPENER` (and outside a traceback) is matched as a line alone."""
 FRAME_OPENER: Final[str] = 'File "'

@@ -22,7 +22,7 @@ vLLM, ATOM, TensorRT-LLM variants). A worker's stage never goes backwards.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePath
@@ -389,6 +389,9 @@ class StageTracker:
         # Critical-exit lines of the sweep log, by (node, mode, index): the worker's file
         # may be fed after the sweep log.
         self._exits: dict[tuple[str, str, int], tuple[str, str, int]] = {}
+        # The first line where each log said its server is up or ready: a startup failure
+        # written above it did not stop the start.
+        self._up_at: dict[str, int] = {}
 
     # ------------------------------------------------------------------ feeding
 
@@ -408,8 +411,12 @@ class StageTracker:
         else:
             parsed = WORKER_FILE_RE.match(name)
             if parsed is None:
-                for _ in lines:
+                for line in lines:
                     count += 1
+                    if file not in self._up_at and any(k in line for k in _WORKER_KEYS):
+                        head = line[:_SCAN_CHARS]
+                        if _READY_WORKER_RE.search(head) or _SERVER_UP_RE.search(head):
+                            self._up_at[file] = count
             else:
                 worker = self._worker(file, parsed, changes)
                 for line in lines:
@@ -425,7 +432,12 @@ class StageTracker:
         name = PurePath(file).name
         if SWEEP_LOG_RE.match(name):
             return None
-        return _WORKER_KEYS if WORKER_FILE_RE.match(name) else ()
+        return _WORKER_KEYS  # any other log may say its server is up
+
+    @property
+    def up_lines(self) -> Mapping[str, int]:
+        """Each log's first line that says its server is up or ready."""
+        return self._up_at
 
     def feed_line(self, file: str, line: str) -> list[StageChange]:
         return self.feed(file, (line,))
@@ -716,9 +728,11 @@ class StageTracker:
         if _READY_WORKER_RE.search(line):
             worker.server_up = True
             worker.ready = True
+            self._up_at.setdefault(file, line_no)
             self._advance(worker, WorkerStage.READY, file, line_no, changes)
         elif _SERVER_UP_RE.search(line):
             worker.server_up = True
+            self._up_at.setdefault(file, line_no)
             self._advance(worker, WorkerStage.SERVER_UP, file, line_no, changes)
 
     @staticmethod

@@ -389,6 +389,7 @@ class _FileTriage:
     awaiting_time: bool = False  # a finding had no time: the next dated line gives one
     next_stamp: tuple[float, bool] | None = None  # that next dated line's time
     failure: Observation | None = None  # the finding that failed this worker (its label)
+    stopped_at: int | None = None  # the line where the worker was told to stop (a SIGTERM it received)
 
 
 def _after(mark: tuple[str, int, str] | None) -> Callable[[Observation], bool] | None:
@@ -608,7 +609,11 @@ class Triage:
                 text = _shown_text(raw, text, finding)
             observation = self._observe(file, state, line_no, text, finding, quoted)
             update.findings.append(observation)
-            if observation.severity == "fatal" and state.worker is not None:
+            if observation.stop and state.stopped_at is None:
+                state.stopped_at = line_no
+            # A worker told to stop that reports its engine dead as it goes has not failed.
+            torn = state.stopped_at is not None and (observation.wrapper or observation.generic)
+            if observation.severity == "fatal" and state.worker is not None and not torn:
                 if failures is None:
                     update.changes.extend(self._worker_failed(file, state, observation))
                 else:
@@ -667,6 +672,7 @@ class Triage:
             failing=snapshot.failing,
             earlier=self.earlier,
             stall=self._stall(snapshot, now),
+            up=self.tracker.up_lines,
         )
 
     def _stall(self, snapshot: StageSnapshot, now: float | None) -> Stall | None:

@@ -154,7 +154,8 @@ def _attempt(a: AttemptFacts) -> list[str]:
     if d.root_cause is None:
         out.append(f"- Diagnosis: {text(d.verdict)}: {text(d.advice, 600)}")
         if d.teardown:
-            out.append(f"- Teardown after the benchmark completed (not a failure): {len(d.teardown)} finding(s)")
+            after = "a stop asked of a worker" if d.stops else "the benchmark completed"
+            out.append(f"- Teardown after {after} (not a failure): {len(d.teardown)} finding(s)")
         return out
     root = d.root_cause
     first = root.first

@@ -24,7 +24,7 @@ VERDICT_CLASSES = {v: f"-{v}" for v in ("healthy", "degraded", "failed", "doomed
 # Where first comes before the worker (a file name says its worker too): in a narrow panel the
 # line number stays in view.
 FINDING_COLUMNS = ("sev", "count", "signature", "first at", "worker")
-_SEVERITY_ORDER = {"fatal": 0, "error": 1, "warning": 2}
+_SEVERITY_ORDER = {"fatal": 0, "error": 1, "warning": 2, "info": 3}
 
 
 class DiagnosisBanner(Static, can_focus=True):
@@ -148,11 +148,14 @@ class FindingsPanel(Vertical):
 
     ALLOW_MAXIMIZE = True  # `z` fills the screen with it
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"findings--fatal", "findings--error", "findings--warning"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "findings--fatal", "findings--error", "findings--warning", "findings--info"
+    }  # fmt: skip
     DEFAULT_CSS = """
     FindingsPanel > .findings--fatal { color: $error; text-style: bold; }
     FindingsPanel > .findings--error { color: $error; }
     FindingsPanel > .findings--warning { color: $warning; }
+    FindingsPanel > .findings--info { color: $text-muted; }
     FindingsPanel { height: 1fr; }
     FindingsPanel #findings-title { height: 1; padding: 0 1; text-style: bold; }
     FindingsPanel DataTable { height: 1fr; }

@@ -575,3 +575,68 @@ def test_feed_continues_line_numbers_and_reports_stage_changes() -> None:
     assert [(o.id, o.line_no) for o in third.findings] == [("zmq-bind-in-use", 40)]
     assert ("n1_prefill_w0", "failed") in [(c.subject, c.new) for c in third.changes]
     assert triage.lines_seen("logs/n1_prefill_w0.out") == 40
+
+
+# --------------------------------------------------------------------------- a stop asked of a worker
+
+STOP = (
+    "(EngineCore pid=552076) INFO 08-21 10:24:34 [core.py:1214] [shutdown] EngineCore: trigger received signal=SIGTERM"
+)
+DEAD = (
+    "(APIServer pid=551751) ERROR 08-21 10:24:34 [async_llm.py:704] vllm.v1.engine.exceptions.EngineDeadError: "
+    "EngineCore encountered an issue. See stack trace (above) for the root cause."
+)
+
+
+def test_a_worker_told_to_stop_that_reports_its_engine_dead_has_not_failed() -> None:
+    worker = "logs/n1_decode_w0.out"
+    served = 'INFO: 127.0.0.1:56098 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    triage = triage_files({worker: [served, STOP, DEAD]})
+    assert [(o.id, o.severity, o.line_no) for o in triage.findings] == [
+        ("stop-requested", "info", 2),
+        ("engine-process-died", "fatal", 3),
+    ]
+    d = triage.diagnose()
+    assert d.verdict == "healthy" and d.root_cause is None
+    assert [g.id for g in d.teardown] == ["engine-process-died"] and [g.first.line_no for g in d.stops] == [2]
+    assert json.loads(json.dumps(d.to_json()))["stops"][0]["line_no"] == 2
+    # the workers table does not call it failed either
+    assert {w.stage.value for w in triage.snapshot().workers.values()} != {"failed"}
+
+
+def test_a_stop_excuses_only_the_reports_written_after_it_in_its_own_file() -> None:
+    before = [DEAD, STOP]
+    d = triage_files({"logs/n1_decode_w0.out": before}).diagnose()
+    assert d.verdict == "failed" and d.root_cause is not None and d.root_cause.id == "engine-process-died"
+    assert d.teardown == () and d.stops == ()
+    elsewhere = triage_files({"logs/n1_decode_w0.out": [STOP], "logs/n1_prefill_w0.out": ["x", DEAD]}).diagnose()
+    assert elsewhere.verdict == "failed" and elsewhere.teardown == ()
+
+
+def test_a_specific_cause_written_after_a_stop_is_still_a_failure() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79 GiB"
+    d = triage_files({"logs/n1_decode_w0.out": [STOP, oom, DEAD]}).diagnose()
+    assert d.verdict == "failed" and d.root_cause is not None and d.root_cause.id == "gpu-oom"
+    assert [g.id for g in d.teardown] == ["engine-process-died"]
+
+
+# --------------------------------------------------------------------------- a startup failure the server outlived
+
+NO_RDMA = "W1123 16:17:39.035148   161 topology.cpp:55] No RDMA devices found, check your device installation"
+FIRED_UP = "[2025-11-23 16:19:02] The server is fired up and ready to roll!"
+FAULT = "Memory access fault by GPU node-4 (Agent handle: 0x55d0a7e2c1d0) on address 0x7f1c2a000000. Reason: Unknown."
+
+
+@pytest.mark.parametrize("name", ["prefill.log", "logs/n1_prefill_w0.out"])  # any log, and srtctl's worker files
+def test_a_startup_failure_the_server_outlived_is_no_root_cause(name: str) -> None:
+    outlived = triage_files({name: [NO_RDMA, "x", FIRED_UP, "y", FAULT]})
+    assert outlived.tracker.up_lines == {name: 3}
+    d = outlived.diagnose("RUNNING")
+    assert d.root_cause is not None and (d.root_cause.id, d.root_cause.first.line_no) == ("rocm-gpu-memory-fault", 5)
+    assert d.verdict == "failed"  # a runtime failure: not doomed by the startup line it outlived
+    # without the server's word that it is up, the startup failure comes first
+    before = triage_files({name: [NO_RDMA, "x", "y", "z", FAULT]}).diagnose("RUNNING")
+    assert before.root_cause is not None and before.root_cause.id == "mooncake-register-memory-failed"
+    # and alone, an outlived startup failure is still what the log holds
+    alone = triage_files({name: [NO_RDMA, FIRED_UP]}).diagnose("FAILED")
+    assert alone.root_cause is not None and alone.root_cause.id == "mooncake-register-memory-failed"

@@ -538,6 +538,9 @@ def write_catalog(path: Path, entries: list[object], **top: object) -> Path:
         pytest.param({"keywords": [""]}, ["'custom-thing'", "'keywords'"], id="empty-keyword"),
         pytest.param({"exclude": "(("}, ["'custom-thing'", "'exclude'"], id="bad-exclude"),
         pytest.param({"id": "Not An Id"}, ["'Not An Id'", "'id'"], id="bad-id"),
+        # a stop reports no failure: a fatal one would both excuse and fail the worker
+        pytest.param({"stop": True}, ["'custom-thing'", "'stop'", "severity 'info'"], id="fatal-stop"),
+        pytest.param({"stop": True, "severity": "info"}, ["'stop'", "'wrapper: true'"], id="stop-not-wrapper"),
     ],
 )
 def test_broken_entry_names_file_entry_and_field(
