@@ -84,7 +84,7 @@ def main() -> int:
         env = {**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
         for run in ("scan, first run (cache built)", "scan"):
             elapsed, result, peak = timed([console, "scan", "--json", str(log)], env)
-            if result.returncode != 0:
+            if result.returncode not in (0, 1):  # (1: its verdict is failed, which says nothing of speed)
                 print(result.stderr, file=sys.stderr)
                 return 1
             document = json.loads(result.stdout)

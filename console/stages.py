@@ -363,6 +363,7 @@ _GRAPH_BAR_RE: Final = _RULES.pattern("worker.graphs.bar")
 _GRAPH_BEGIN_RE: Final = _RULES.pattern("worker.graphs.begin")
 _GRAPH_END_RE: Final = _RULES.pattern("worker.graphs.end")
 _SERVER_UP_RE: Final = _RULES.pattern("worker.server_up")
+_UP_KEYS: Final = _RULES.keywords("worker.up_keywords")
 _READY_WORKER_RE: Final = _RULES.pattern("worker.ready")
 
 
@@ -413,7 +414,7 @@ class StageTracker:
             if parsed is None:
                 for line in lines:
                     count += 1
-                    if file not in self._up_at and any(k in line for k in _WORKER_KEYS):
+                    if file not in self._up_at and any(k in line for k in _UP_KEYS):
                         head = line[:_SCAN_CHARS]
                         if _READY_WORKER_RE.search(head) or _SERVER_UP_RE.search(head):
                             self._up_at[file] = count
@@ -432,7 +433,7 @@ class StageTracker:
         name = PurePath(file).name
         if SWEEP_LOG_RE.match(name):
             return None
-        return _WORKER_KEYS  # any other log may say its server is up
+        return _WORKER_KEYS if WORKER_FILE_RE.match(name) else _UP_KEYS  # any log may say its server is up
 
     @property
     def up_lines(self) -> Mapping[str, int]:

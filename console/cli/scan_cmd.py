@@ -219,7 +219,7 @@ def render_report(triage: Triage, diagnosis: Diagnosis, snapshot: StageSnapshot,
                          _by_signature(diagnosis.teardown))  # fmt: skip
         after = ["the run succeeded"] if snapshot.succeeded or not diagnosis.stops else []
         after += [f"the stop asked at {g.first.file}:{g.first.line_no}" for g in diagnosis.stops]
-        out.append(f"teardown (after {' and '.join(after) or 'the run succeeded'}, not failures): {torn}")
+        out.append(f"teardown (after {' and '.join(after)}, not failures): {torn}")
     if triage.tracker.has_sweep_log:
         stage = snapshot.stage.value + (f"   readiness {snapshot.readiness.label}" if snapshot.readiness.label else "")
         out.append(f"stage: {stage}")

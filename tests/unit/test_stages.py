@@ -426,3 +426,27 @@ def test_a_decode_line_is_skipped_by_the_gate() -> None:
     line = ("[2026-08-21 10:00:01 DP0 TP0] Decode batch. #running-req: 64, #token: 81234, token usage: 0.41, "
             "cuda graph: True, gen throughput (token/s): 2345.67, #queue-req: 0")  # fmt: skip
     assert not any(k in line for k in stages._WORKER_KEYS)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[2025-11-23 16:19:02] The server is fired up and ready to roll!",
+        "2026-12-05T12:36:49Z  INFO dynamo_llm: Registered endpoint 'dynamo.backend.generate' with frontend",
+        "Successfully registered with the router",
+        "Worker decode-0 registered",
+        "All 2 mocker worker(s) created and running",
+        "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+        "INFO:     Application startup complete.",
+        "Server started on http://127.0.0.1:8000",
+        "server is listening on http://0.0.0.0:8080",
+        "[12/04/2026-10:00:00] Started HTTP server on 0.0.0.0:8000",
+        "vLLM OpenAI server is ready",
+    ],
+)
+def test_any_log_says_where_its_server_came_up(line: str) -> None:
+    # a log that is no srtctl worker file is looked at for its up keywords alone: every up line holds one
+    tracker = StageTracker()
+    tracker.feed("server.log", ["loading", line])
+    assert tracker.up_lines == {"server.log": 2}
+    assert any(k in line for k in StageTracker.line_keywords("server.log") or ())
