@@ -302,7 +302,7 @@ def diagnose(
     failing: bool = False,
     earlier: Sequence[tuple[str, str]] = (),
     stall: Stall | None = None,
-    up: Mapping[str, int] | None = None,
+    ready: Mapping[str, int] | None = None,
 ) -> Diagnosis:
     """Diagnose one attempt from its located findings.
 
@@ -316,8 +316,8 @@ def diagnose(
     came after its cleanup began; ``cancelled`` says the operator cancelled the attempt;
     ``failing`` says the orchestrator logged that the job failed; ``earlier`` holds the
     earlier attempts of the arm as ``(attempt ref, root key)``; ``stall`` says no worker wrote
-    for long while srtctl waits for health; ``up`` maps a log to its first line that says its
-    server is up (a startup failure written above it did not stop the start).
+    for long while srtctl waits for health; ``ready`` maps a log to its first line that says its
+    server is ready (a startup failure written above it did not stop the start).
     """
     groups = group_findings(observations)
     return diagnose_groups(
@@ -335,7 +335,7 @@ def diagnose(
         failing=failing,
         earlier=earlier,
         stall=stall,
-        up=up,
+        ready=ready,
     )
 
 
@@ -370,7 +370,7 @@ def diagnose_groups(
     failing: bool = False,
     earlier: Sequence[tuple[str, str]] = (),
     stall: Stall | None = None,
-    up: Mapping[str, int] | None = None,
+    ready: Mapping[str, int] | None = None,
 ) -> Diagnosis:
     """:func:`diagnose` for findings already grouped (a live follower keeps groups, not lines)."""
     ordered = list(groups)
@@ -389,7 +389,7 @@ def diagnose_groups(
     for g in ordered:
         counts[g.id] = counts.get(g.id, 0) + g.count
 
-    survived = _survived(up or {})
+    survived = _survived(ready or {})
     root = _root(ordered, survived)
     has_fatal = any(g.first.severity == "fatal" for g in ordered)
     has_error = any(g.first.severity == "error" for g in ordered)
@@ -525,13 +525,13 @@ def _clock(obs: list[Observation]) -> Callable[[Observation], float]:
     return key
 
 
-def _survived(up: Mapping[str, int]) -> Callable[[FindingGroup], bool]:
+def _survived(ready: Mapping[str, int]) -> Callable[[FindingGroup], bool]:
     """Whether a group is a startup failure that its log's server outlived: the log said the
-    server was up below it (Mooncake's `No RDMA devices found` before a TCP transport that
+    server was ready below it (Mooncake's `No RDMA devices found` before a TCP transport that
     served). It is no root cause while a specific failure the server did not outlive is found."""
 
     def survived(g: FindingGroup) -> bool:
-        line = up.get(g.first.file)
+        line = ready.get(g.first.file)
         return line is not None and g.first.category == "startup" and g.first.line_no < line
 
     return survived

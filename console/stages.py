@@ -363,7 +363,7 @@ _GRAPH_BAR_RE: Final = _RULES.pattern("worker.graphs.bar")
 _GRAPH_BEGIN_RE: Final = _RULES.pattern("worker.graphs.begin")
 _GRAPH_END_RE: Final = _RULES.pattern("worker.graphs.end")
 _SERVER_UP_RE: Final = _RULES.pattern("worker.server_up")
-_UP_KEYS: Final = _RULES.keywords("worker.up_keywords")
+_READY_KEYS: Final = _RULES.keywords("worker.ready_keywords")
 _READY_WORKER_RE: Final = _RULES.pattern("worker.ready")
 
 
@@ -390,9 +390,10 @@ class StageTracker:
         # Critical-exit lines of the sweep log, by (node, mode, index): the worker's file
         # may be fed after the sweep log.
         self._exits: dict[tuple[str, str, int], tuple[str, str, int]] = {}
-        # The first line where each log said its server is up or ready: a startup failure
-        # written above it did not stop the start.
-        self._up_at: dict[str, int] = {}
+        # The first line where each log said its server is ready (not only listening: SGLang's
+        # HTTP server is up before its DP ranks fail to bind): a startup failure written above it
+        # did not stop the start.
+        self._ready_at: dict[str, int] = {}
 
     # ------------------------------------------------------------------ feeding
 
@@ -414,10 +415,12 @@ class StageTracker:
             if parsed is None:
                 for line in lines:
                     count += 1
-                    if file not in self._up_at and any(k in line for k in _UP_KEYS):
-                        head = line[:_SCAN_CHARS]
-                        if _READY_WORKER_RE.search(head) or _SERVER_UP_RE.search(head):
-                            self._up_at[file] = count
+                    if (
+                        file not in self._ready_at
+                        and any(k in line for k in _READY_KEYS)
+                        and _READY_WORKER_RE.search(line[:_SCAN_CHARS])
+                    ):
+                        self._ready_at[file] = count
             else:
                 worker = self._worker(file, parsed, changes)
                 for line in lines:
@@ -433,12 +436,12 @@ class StageTracker:
         name = PurePath(file).name
         if SWEEP_LOG_RE.match(name):
             return None
-        return _WORKER_KEYS if WORKER_FILE_RE.match(name) else _UP_KEYS  # any log may say its server is up
+        return _WORKER_KEYS if WORKER_FILE_RE.match(name) else _READY_KEYS  # any log may say it is ready
 
     @property
-    def up_lines(self) -> Mapping[str, int]:
-        """Each log's first line that says its server is up or ready."""
-        return self._up_at
+    def ready_lines(self) -> Mapping[str, int]:
+        """Each log's first line that says its server is ready."""
+        return self._ready_at
 
     def feed_line(self, file: str, line: str) -> list[StageChange]:
         return self.feed(file, (line,))
@@ -729,11 +732,10 @@ class StageTracker:
         if _READY_WORKER_RE.search(line):
             worker.server_up = True
             worker.ready = True
-            self._up_at.setdefault(file, line_no)
+            self._ready_at.setdefault(file, line_no)
             self._advance(worker, WorkerStage.READY, file, line_no, changes)
         elif _SERVER_UP_RE.search(line):
             worker.server_up = True
-            self._up_at.setdefault(file, line_no)
             self._advance(worker, WorkerStage.SERVER_UP, file, line_no, changes)
 
     @staticmethod

@@ -672,7 +672,7 @@ class Triage:
             failing=snapshot.failing,
             earlier=self.earlier,
             stall=self._stall(snapshot, now),
-            up=self.tracker.up_lines,
+            ready=self.tracker.ready_lines,
         )
 
     def _stall(self, snapshot: StageSnapshot, now: float | None) -> Stall | None:

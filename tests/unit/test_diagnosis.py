@@ -630,7 +630,7 @@ FAULT = "Memory access fault by GPU node-4 (Agent handle: 0x55d0a7e2c1d0) on add
 @pytest.mark.parametrize("name", ["prefill.log", "logs/n1_prefill_w0.out"])  # any log, and srtctl's worker files
 def test_a_startup_failure_the_server_outlived_is_no_root_cause(name: str) -> None:
     outlived = triage_files({name: [NO_RDMA, "x", FIRED_UP, "y", FAULT]})
-    assert outlived.tracker.up_lines == {name: 3}
+    assert outlived.tracker.ready_lines == {name: 3}
     d = outlived.diagnose("RUNNING")
     assert d.root_cause is not None and (d.root_cause.id, d.root_cause.first.line_no) == ("rocm-gpu-memory-fault", 5)
     assert d.verdict == "failed"  # a runtime failure: not doomed by the startup line it outlived

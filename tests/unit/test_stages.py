@@ -435,18 +435,20 @@ def test_a_decode_line_is_skipped_by_the_gate() -> None:
         "2026-12-05T12:36:49Z  INFO dynamo_llm: Registered endpoint 'dynamo.backend.generate' with frontend",
         "Successfully registered with the router",
         "Worker decode-0 registered",
-        "All 2 mocker worker(s) created and running",
-        "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
-        "INFO:     Application startup complete.",
-        "Server started on http://127.0.0.1:8000",
-        "server is listening on http://0.0.0.0:8080",
-        "[12/04/2026-10:00:00] Started HTTP server on 0.0.0.0:8000",
-        "vLLM OpenAI server is ready",
+        "Registered with atomesh router at http://10.0.0.1:8000 as prefill",
     ],
 )
-def test_any_log_says_where_its_server_came_up(line: str) -> None:
-    # a log that is no srtctl worker file is looked at for its up keywords alone: every up line holds one
+def test_any_log_says_where_its_server_became_ready(line: str) -> None:
+    # a log that is no srtctl worker file is looked at for its ready keywords alone: every ready line holds one
     tracker = StageTracker()
     tracker.feed("server.log", ["loading", line])
-    assert tracker.up_lines == {"server.log": 2}
+    assert tracker.ready_lines == {"server.log": 2}
     assert any(k in line for k in StageTracker.line_keywords("server.log") or ())
+
+
+def test_a_server_that_listens_is_not_yet_ready() -> None:
+    # SGLang's HTTP server comes up before its DP ranks fail to bind their ZMQ sockets
+    tracker = StageTracker()
+    listening = ["INFO:     Uvicorn running on http://0.0.0.0:30000", "INFO:     Application startup complete."]
+    tracker.feed("server.log", listening)
+    assert tracker.ready_lines == {}
