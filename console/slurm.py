@@ -1,8 +1,8 @@
 """Slurm over a transport: argv builders, output parsers and the Scheduler that uses them.
 
 Polling costs one ``squeue`` per tick for every live job of the transport. Jobs that left the queue
-(or finished in it) are then read with one ``sacct -X`` call; without accounting storage
-(``sacct`` says so) ``scontrol show job`` is asked per finished job instead. A TransportError is
+(or finished in it) are then read with one ``sacct -X`` call; ``scontrol show job`` is asked per
+job squeue saw finish when accounting cannot tell its end (disabled, failing, or lagging). A TransportError is
 never turned into a job state: the caller shows "disconnected" and asks again later.
 """
 
@@ -528,21 +528,21 @@ class SlurmScheduler:
         return jobs
 
     async def _accounting(self, ids: list[str], queued: dict[str, JobStatus]) -> dict[str, JobStatus]:
+        jobs: dict[str, JobStatus] = {}
         if self.accounting is not False:
             result = await self._run(sacct_argv(ids), env=TIME_ENV)
             if result.returncode == 0:
                 self.accounting = True
-                return parse_sacct(result.stdout)
-            text = result.stderr + result.stdout
-            if ACCOUNTING_DISABLED in text:
+                jobs = parse_sacct(result.stdout)
+            elif ACCOUNTING_DISABLED in result.stderr + result.stdout:
                 self.accounting = False
             else:
                 log.warning("%s: sacct failed (%s); asking scontrol", self.name, _error_text(result))
-        # Without accounting only slurmctld knows a job, and squeue already asked it: a job
-        # missing there is unknown. scontrol adds the exit code of jobs squeue saw finish.
-        jobs: dict[str, JobStatus] = {}
+        # A job missing from squeue is known to accounting or to nobody. One squeue saw end is
+        # still in slurmctld, which has its exit code: scontrol is asked when accounting is off,
+        # failed, or lags (slurmdbd records the end some seconds after squeue shows it).
         for job_id in ids:
-            if job_id not in queued:
+            if job_id not in queued or (job_id in jobs and jobs[job_id].state.finished):
                 continue
             result = await self._run(scontrol_argv(job_id), env=TIME_ENV)
             if result.returncode != 0:

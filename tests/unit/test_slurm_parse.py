@@ -479,6 +479,22 @@ async def test_poll_without_accounting_asks_scontrol_per_finished_job_once_disab
     assert sched.calls["sacct"] == 1  # not asked again once it said accounting is off
 
 
+async def test_poll_asks_scontrol_for_the_exit_code_while_accounting_lags() -> None:
+    # slurmdbd records an end some seconds after squeue shows it: sacct still says RUNNING.
+    squeue_out = "19990253|CANCELLED|0:04|node1|None\n"
+    lagging = "19990253|RUNNING|0:0|0:0|00:00:04|node1|None\n"
+    sched, _ = scheduler(
+        {"squeue": [(0, squeue_out, "")], "sacct": [(0, lagging, "")], "scontrol": [(0, SCONTROL_CANCELLED, "")]}
+    )
+    status = (await sched.poll(["19990253"]))["19990253"]
+    assert (status.state, status.exit_code, status.source) == (JobState.CANCELLED, "0:15", "scontrol")
+    assert sched.accounting is True  # a lag is no reason to stop asking accounting
+    # Once accounting has the end, scontrol is not asked.
+    sched, _ = scheduler({"squeue": [(0, squeue_out, "")], "sacct": [(0, SACCT_OUT, "")]})
+    assert (await sched.poll(["19990253"]))["19990253"].source == "sacct"
+    assert "scontrol" not in sched.calls
+
+
 async def test_transport_errors_propagate_and_are_never_job_states() -> None:
     sched, _ = scheduler({"squeue": TransportError("connection lost")})
     with pytest.raises(TransportError):
