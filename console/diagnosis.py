@@ -391,8 +391,9 @@ def diagnose_groups(
 
     survived = _survived(ready or {})
     root = _root(ordered, survived)
-    has_fatal = any(g.first.severity == "fatal" for g in ordered)
-    has_error = any(g.first.severity == "error" for g in ordered)
+    # A startup failure the server outlived ended nothing: it degrades a run, it does not fail it.
+    has_fatal = any(g.first.severity == "fatal" and not survived(g) for g in ordered)
+    has_error = any(g.first.severity == "error" or survived(g) for g in ordered)
 
     roles = _roles(workers, ordered)
     det_roles: tuple[str, ...] = ()

@@ -247,6 +247,9 @@ class WorkerProgress:
     # Failed only by a consequence (killed, cancelled): undone when the run succeeded after all.
     failed_by_consequence: bool = False
     before_failure: WorkerStage | None = None
+    # Failed by a startup finding its server may still outlive (Mooncake's `No RDMA devices found`
+    # before a TCP transport): undone by the worker's ready line.
+    outlivable: bool = False
 
     @property
     def worker(self) -> str:
@@ -455,12 +458,19 @@ class StageTracker:
         return any(SWEEP_LOG_RE.match(PurePath(f).name) for f in self._line_counts)
 
     def mark_worker_failed(
-        self, file: str, reason: str, line_no: int = 0, *, consequence: bool = False, rename: bool = False
+        self,
+        file: str,
+        reason: str,
+        line_no: int = 0,
+        *,
+        consequence: bool = False,
+        rename: bool = False,
+        outlivable: bool = False,
     ) -> list[StageChange]:
         """Record that the worker writing ``file`` failed (a fatal finding in its log);
         ``consequence`` says the finding only tells that it was stopped (cancelled, killed);
         ``rename`` gives the failure a better name (a cause after a consequence, a narrower
-        signature of the same failure)."""
+        signature of the same failure); ``outlivable`` says its ready line would undo it."""
         parsed = WORKER_FILE_RE.match(PurePath(file).name)
         if parsed is None:
             return []
@@ -469,10 +479,12 @@ class StageTracker:
         if rename and worker.stage is WorkerStage.FAILED:
             worker.failure, worker.failure_line = reason, line_no or None
             worker.failed_by_consequence = consequence
+            worker.outlivable = outlivable
             return changes
         if worker.stage is not WorkerStage.FAILED:
             worker.before_failure = worker.stage
             worker.failed_by_consequence = consequence
+            worker.outlivable = outlivable
         elif not consequence and worker.failed_by_consequence:
             # A cause found after a consequence is the worker's failure.
             worker.failed_by_consequence = False
@@ -480,6 +492,7 @@ class StageTracker:
         if worker.failure is None or worker.failure.startswith("exited with code"):
             # A finding in the worker's own log says more than its exit code.
             worker.failure, worker.failure_line = reason, line_no or None
+        worker.outlivable = worker.outlivable and outlivable
         self._advance(worker, WorkerStage.FAILED, file, line_no, changes)
         return changes
 
@@ -733,7 +746,13 @@ class StageTracker:
             worker.server_up = True
             worker.ready = True
             self._ready_at.setdefault(file, line_no)
-            self._advance(worker, WorkerStage.READY, file, line_no, changes)
+            if worker.stage is WorkerStage.FAILED and worker.outlivable:
+                # It outlived the startup failure that marked it failed: it is serving.
+                worker.stage, worker.failure, worker.failure_line = WorkerStage.READY, None, None
+                worker.outlivable = False
+                changes.append(StageChange(worker.name, "failed", WorkerStage.READY.value, file, line_no))
+            else:
+                self._advance(worker, WorkerStage.READY, file, line_no, changes)
         elif _SERVER_UP_RE.search(line):
             worker.server_up = True
             self._advance(worker, WorkerStage.SERVER_UP, file, line_no, changes)

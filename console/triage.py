@@ -638,16 +638,28 @@ class Triage:
         failure (the graph capture an OOM broke) renames it, so the workers table names the
         failure as the diagnosis does, at the same line (``failure_at``)."""
         label = observation.id
+        ready = self.tracker.ready_lines.get(file)
+
+        def outlived(o: Observation) -> bool:  # a startup failure above the worker's ready line
+            return ready is not None and o.category == "startup" and o.line_no < ready
+
+        if outlived(observation):
+            return []
         current = state.failure
+        if current is not None and outlived(current):
+            current = state.failure = None
+        startup = observation.category == "startup"
         if current is None:
             state.failure = observation
             state.failed = True
-            return self.tracker.mark_worker_failed(file, label, observation.line_no, consequence=observation.wrapper)
+            return self.tracker.mark_worker_failed(
+                file, label, observation.line_no, consequence=observation.wrapper, outlivable=startup
+            )
         if observation.wrapper:
             return []
         if current.wrapper or (same_failure(current, observation) and _narrower(observation, current)):
             state.failure = observation
-            return self.tracker.mark_worker_failed(file, label, observation.line_no, rename=True)
+            return self.tracker.mark_worker_failed(file, label, observation.line_no, rename=True, outlivable=startup)
         return []
 
     def diagnose(self, state: str | None = None, *, cancelled: bool = False, now: float | None = None) -> Diagnosis:

@@ -640,3 +640,28 @@ def test_a_startup_failure_the_server_outlived_is_no_root_cause(name: str) -> No
     # and alone, an outlived startup failure is still what the log holds
     alone = triage_files({name: [NO_RDMA, FIRED_UP]}).diagnose("FAILED")
     assert alone.root_cause is not None and alone.root_cause.id == "mooncake-register-memory-failed"
+    # but it failed nothing: a run that went on serving after it is degraded, not failed
+    served = triage_files({name: [NO_RDMA, FIRED_UP]})
+    assert [served.diagnose(state).verdict for state in ("RUNNING", "COMPLETED")] == ["degraded", "degraded"]
+    assert triage_files({name: [NO_RDMA, "x"]}).diagnose("COMPLETED").verdict == "failed"
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_worker_that_outlived_its_startup_failure_is_serving_until_it_fails(batched: bool) -> None:
+    name = "logs/n1_prefill_w0.out"
+    triage = Triage()
+
+    def stage() -> tuple[str, str | None]:
+        (worker,) = triage.snapshot().workers.values()
+        return worker.stage.value, worker.failure
+
+    lines = [NO_RDMA, "x", FIRED_UP]
+    if batched:
+        triage.feed(name, lines)
+    else:
+        triage.feed(name, lines[:1])
+        assert stage() == ("failed", "mooncake-register-memory-failed")  # until its server says it is ready
+        triage.feed(name, lines[1:])
+    assert stage() == ("ready", None)
+    triage.feed(name, ["y", FAULT])
+    assert stage() == ("failed", "rocm-gpu-memory-fault")
