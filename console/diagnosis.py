@@ -51,9 +51,11 @@ __all__ = [
     "FindingGroup",
     "Observation",
     "Stall",
+    "after_stop",
     "diagnose",
     "diagnose_groups",
     "group_findings",
+    "outlived",
     "root_key",
     "same_failure",
 ]
@@ -482,6 +484,21 @@ def same_failure(root: Observation, other: Observation) -> bool:
     return True
 
 
+def after_stop(o: Observation, stop_line: int | None) -> bool:
+    """Whether ``o`` is a report or an unrecognised error its file wrote after a stop asked of its
+    process at ``stop_line``: a worker told to stop reports its engine dead as it goes. A specific
+    cause written after a stop is still a failure."""
+    return stop_line is not None and not o.stop and (o.wrapper or o.generic) and o.line_no > stop_line
+
+
+def outlived(o: Observation, ready: Mapping[str, int]) -> bool:
+    """Whether ``o`` is a startup failure its log's server outlived: the log said the server was
+    ready (``ready``: a log's first such line) below it, as after Mooncake's `No RDMA devices found`
+    before a TCP transport that served."""
+    line = ready.get(o.file)
+    return line is not None and o.category == "startup" and o.line_no < line
+
+
 def _stopped(groups: list[FindingGroup]) -> tuple[tuple[FindingGroup, ...], tuple[FindingGroup, ...]]:
     """The stops asked of processes (a SIGTERM received), and the reports and unrecognised errors
     their files wrote after them: a worker told to stop reports its engine dead as it goes
@@ -493,14 +510,8 @@ def _stopped(groups: list[FindingGroup]) -> tuple[tuple[FindingGroup, ...], tupl
             first[g.first.file] = g
     if not first:
         return (), ()
-    stopped = tuple(
-        g
-        for g in groups
-        if not g.first.stop
-        and (g.first.wrapper or g.first.generic)
-        and g.first.file in first
-        and g.first.line_no > first[g.first.file].first.line_no
-    )
+    line = {file: g.first.line_no for file, g in first.items()}
+    stopped = tuple(g for g in groups if after_stop(g.first, line.get(g.first.file)))
     used = tuple(s for s in first.values() if any(g.first.file == s.first.file for g in stopped))
     return used, stopped
 
@@ -527,15 +538,9 @@ def _clock(obs: list[Observation]) -> Callable[[Observation], float]:
 
 
 def _survived(ready: Mapping[str, int]) -> Callable[[FindingGroup], bool]:
-    """Whether a group is a startup failure that its log's server outlived: the log said the
-    server was ready below it (Mooncake's `No RDMA devices found` before a TCP transport that
-    served). It is no root cause while a specific failure the server did not outlive is found."""
-
-    def survived(g: FindingGroup) -> bool:
-        line = ready.get(g.first.file)
-        return line is not None and g.first.category == "startup" and g.first.line_no < line
-
-    return survived
+    """Whether a group is a startup failure its log's server :func:`outlived`. It is no root
+    cause while a specific failure the server did not outlive is found."""
+    return lambda g: outlived(g.first, ready)
 
 
 def _root(groups: list[FindingGroup], survived: Callable[[FindingGroup], bool]) -> FindingGroup | None:

@@ -32,7 +32,9 @@ from console.diagnosis import (
     FindingGroup,
     Observation,
     Stall,
+    after_stop,
     diagnose_groups,
+    outlived,
     same_failure,
 )
 from console.prefilter import LineFilter
@@ -612,7 +614,7 @@ class Triage:
             if observation.stop and state.stopped_at is None:
                 state.stopped_at = line_no
             # A worker told to stop that reports its engine dead as it goes has not failed.
-            torn = state.stopped_at is not None and (observation.wrapper or observation.generic)
+            torn = after_stop(observation, state.stopped_at)
             if observation.severity == "fatal" and state.worker is not None and not torn:
                 if failures is None:
                     update.changes.extend(self._worker_failed(file, state, observation))
@@ -638,15 +640,11 @@ class Triage:
         failure (the graph capture an OOM broke) renames it, so the workers table names the
         failure as the diagnosis does, at the same line (``failure_at``)."""
         label = observation.id
-        ready = self.tracker.ready_lines.get(file)
-
-        def outlived(o: Observation) -> bool:  # a startup failure above the worker's ready line
-            return ready is not None and o.category == "startup" and o.line_no < ready
-
-        if outlived(observation):
+        ready = self.tracker.ready_lines
+        if outlived(observation, ready):
             return []
         current = state.failure
-        if current is not None and outlived(current):
+        if current is not None and outlived(current, ready):
             current = state.failure = None
         startup = observation.category == "startup"
         if current is None:
