@@ -385,7 +385,6 @@ class _FileTriage:
     sweep: bool = False  # the orchestrator log (its FAILURE DETAILS block quotes worker logs)
     quote_process: str | None = None  # `--- Process: <name> ---` of the block being read
     quoting: bool = False  # inside the quoted `Last 50 lines of log:`
-    failed: bool = False  # the tracker was told this worker failed
     stream: MatchStream | None = None  # this file's matcher (a traceback is one event)
     last_stamp: tuple[float, bool] | None = None  # the last time a finding of this file was given
     awaiting_time: bool = False  # a finding had no time: the next dated line gives one
@@ -649,7 +648,6 @@ class Triage:
         startup = observation.category == "startup"
         if current is None:
             state.failure = observation
-            state.failed = True
             return self.tracker.mark_worker_failed(
                 file, label, observation.line_no, consequence=observation.wrapper, outlivable=startup
             )
