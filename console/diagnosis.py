@@ -492,11 +492,11 @@ def after_stop(o: Observation, stop_line: int | None) -> bool:
 
 
 def outlived(o: Observation, ready: Mapping[str, int]) -> bool:
-    """Whether ``o`` is a startup failure its log's server outlived: the log said the server was
-    ready (``ready``: a log's first such line) below it, as after Mooncake's `No RDMA devices found`
-    before a TCP transport that served."""
+    """Whether ``o`` is a fatal startup finding its log's server outlived: the log said the server
+    was ready (``ready``: a log's first such line) below it, as after a NIC Mooncake could not
+    open while it went on with the others."""
     line = ready.get(o.file)
-    return line is not None and o.category == "startup" and o.line_no < line
+    return line is not None and o.severity == "fatal" and o.category == "startup" and o.line_no < line
 
 
 def _stopped(groups: list[FindingGroup]) -> tuple[tuple[FindingGroup, ...], tuple[FindingGroup, ...]]:

@@ -147,6 +147,11 @@ _SUCCESS_EXIT = re.compile(
 )
 
 
+# A timeout given as a setting (`Waiting for server to be ready (timeout: 600s)`, `timeout=30`)
+# says how long something may take, not that it took too long.
+_SETTING = re.compile(r"(?i)\btime-?out\s?[:=]\s?\d")
+
+
 def says_retry(text: str) -> bool:
     """Whether the line says it will try again (the matcher names no family in it either)."""
     return _RETRY.search(text) is not None
@@ -249,7 +254,7 @@ class Resemblance:
         # ERROR line by line is no failure), a builtin exception's name or a path
         # (`runs/mocker-kill-a1/`); in a name, only an error code's words count
         # (`cudaErrorIllegalAddress`, not `_rpc_kill_job`).
-        said = without_paths(_LEVEL.sub(" ", _GENERIC_EXCEPTION.sub(" ", text)))
+        said = without_paths(_LEVEL.sub(" ", _GENERIC_EXCEPTION.sub(" ", _SETTING.sub(" ", text))))
         if (
             FAILURE_WORDS.isdisjoint(w.lower() for w in _PLAIN.findall(said))
             and _CODE_WORDS.isdisjoint(words(said))

@@ -247,8 +247,8 @@ class WorkerProgress:
     # Failed only by a consequence (killed, cancelled): undone when the run succeeded after all.
     failed_by_consequence: bool = False
     before_failure: WorkerStage | None = None
-    # Failed by a startup finding its server may still outlive (Mooncake's `No RDMA devices found`
-    # before a TCP transport): undone by the worker's ready line.
+    # Failed by a startup finding its server may still outlive (a NIC Mooncake could not open
+    # while it went on with the others): undone by the worker's ready line.
     outlivable: bool = False
 
     @property

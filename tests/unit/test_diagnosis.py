@@ -622,6 +622,9 @@ def test_a_specific_cause_written_after_a_stop_is_still_a_failure() -> None:
 
 # --------------------------------------------------------------------------- a startup failure the server outlived
 
+# Mooncake failing one NIC of several (kvcache-ai/Mooncake rdma_context.cpp; assets/real-lines.yaml)
+OPEN_NIC = "E20260821 12:30:19.435154 rdma_context.cpp:209] Failed to open device mlx5_3 on port  with GID 3"
+# Mooncake without any NIC: its own WARNING, and the TCP transport carries the KV
 NO_RDMA = "W1123 16:17:39.035148   161 topology.cpp:55] No RDMA devices found, check your device installation"
 FIRED_UP = "[2025-11-23 16:19:02] The server is fired up and ready to roll!"
 FAULT = "Memory access fault by GPU node-4 (Agent handle: 0x55d0a7e2c1d0) on address 0x7f1c2a000000. Reason: Unknown."
@@ -629,21 +632,21 @@ FAULT = "Memory access fault by GPU node-4 (Agent handle: 0x55d0a7e2c1d0) on add
 
 @pytest.mark.parametrize("name", ["prefill.log", "logs/n1_prefill_w0.out"])  # any log, and srtctl's worker files
 def test_a_startup_failure_the_server_outlived_is_no_root_cause(name: str) -> None:
-    outlived = triage_files({name: [NO_RDMA, "x", FIRED_UP, "y", FAULT]})
+    outlived = triage_files({name: [OPEN_NIC, "x", FIRED_UP, "y", FAULT]})
     assert outlived.tracker.ready_lines == {name: 3}
     d = outlived.diagnose("RUNNING")
     assert d.root_cause is not None and (d.root_cause.id, d.root_cause.first.line_no) == ("rocm-gpu-memory-fault", 5)
     assert d.verdict == "failed"  # a runtime failure: not doomed by the startup line it outlived
     # without the server's word that it is up, the startup failure comes first
-    before = triage_files({name: [NO_RDMA, "x", "y", "z", FAULT]}).diagnose("RUNNING")
+    before = triage_files({name: [OPEN_NIC, "x", "y", "z", FAULT]}).diagnose("RUNNING")
     assert before.root_cause is not None and before.root_cause.id == "mooncake-register-memory-failed"
     # and alone, an outlived startup failure is still what the log holds
-    alone = triage_files({name: [NO_RDMA, FIRED_UP]}).diagnose("FAILED")
+    alone = triage_files({name: [OPEN_NIC, FIRED_UP]}).diagnose("FAILED")
     assert alone.root_cause is not None and alone.root_cause.id == "mooncake-register-memory-failed"
     # but it failed nothing: a run that went on serving after it is degraded, not failed
-    served = triage_files({name: [NO_RDMA, FIRED_UP]})
+    served = triage_files({name: [OPEN_NIC, FIRED_UP]})
     assert [served.diagnose(state).verdict for state in ("RUNNING", "COMPLETED")] == ["degraded", "degraded"]
-    assert triage_files({name: [NO_RDMA, "x"]}).diagnose("COMPLETED").verdict == "failed"
+    assert triage_files({name: [OPEN_NIC, "x"]}).diagnose("COMPLETED").verdict == "failed"
 
 
 @pytest.mark.parametrize("batched", [True, False])
@@ -655,7 +658,7 @@ def test_a_worker_that_outlived_its_startup_failure_is_serving_until_it_fails(ba
         (worker,) = triage.snapshot().workers.values()
         return worker.stage.value, worker.failure
 
-    lines = [NO_RDMA, "x", FIRED_UP]
+    lines = [OPEN_NIC, "x", FIRED_UP]
     if batched:
         triage.feed(name, lines)
     else:
@@ -665,3 +668,18 @@ def test_a_worker_that_outlived_its_startup_failure_is_serving_until_it_fails(ba
     assert stage() == ("ready", None)
     triage.feed(name, ["y", FAULT])
     assert stage() == ("failed", "rocm-gpu-memory-fault")
+
+
+def test_mooncake_without_rdma_is_a_warning_not_a_doomed_start() -> None:
+    # Mooncake logs it at WARNING and starts its TCP transport: the start goes on, slower KV.
+    name = "logs/n1_prefill_w0.out"
+    tcp = "I1123 16:17:39.035200   161 tcp_transport.cpp:299] TcpTransport: listen on port 16019"
+    starting = triage_files({name: [NO_RDMA, tcp]})
+    d = starting.diagnose("RUNNING")
+    assert [(g.id, g.first.severity) for g in d.groups] == [("mooncake-no-rdma-device", "warning")]
+    assert d.verdict == "healthy" and d.root_cause is None
+    (worker,) = starting.snapshot().workers.values()
+    assert worker.stage.value != "failed"
+    # the failure that follows is the root cause, whatever came first
+    failing = triage_files({name: [NO_RDMA, "x", FAULT]}).diagnose("FAILED")
+    assert failing.root_cause is not None and failing.root_cause.id == "rocm-gpu-memory-fault"

@@ -86,7 +86,7 @@ def _outcome(
     return {
         "templates": sorted(triage.templates),
         "clock": (clock.reads, triage._worker_output_at, triage._awaiting_since),
-        "failures": {f: (s.failed, s.failure and _observed(s.failure)) for f, s in triage._files.items()},
+        "failures": {f: s.failure and _observed(s.failure) for f, s in triage._files.items()},
         "findings": [_observed(o) for o in triage.findings],
         "groups": [(g.id, g.count, g.last_line_no, _observed(g.first)) for g in triage.groups],
         "diagnosis": diagnosis.to_json(),

@@ -317,3 +317,20 @@ def test_a_return_code_says_no_failure_of_a_kind() -> None:
     line = "[cosmos] 2026-05-14 05:28:06,261 - cosmos - ERROR - Process 1 failed with return code 1"
     findings = default_matcher().match_all(line)
     assert findings and all(f.generic for f in findings), [f.signature_id for f in findings]
+
+
+def test_a_timeout_given_as_a_setting_says_no_failure() -> None:
+    # A CI harness's progress (michael-amd/sglang-ci): the timeout is how long it will wait.
+    toy = Resemblance(
+        [
+            ("Server failed to start: timed out waiting for the server to be ready", "health-check-timeout"),
+            ("timeout waiting for server to be ready", "health-check-timeout"),
+            ("server is ready", BENIGN),
+        ]
+    )
+    assert toy.classify("[online] Waiting for server to be ready (timeout: 600s)...") is None
+    assert toy.classify("waiting for server to be ready, timeout=600") is None
+    matcher = default_matcher()
+    assert matcher.match_all("[online] Waiting for server to be ready (timeout: 600s)...") == []
+    found = matcher.match_line("[online] ERROR: Server failed to start within 600 seconds")
+    assert found is not None and found.signature_id == "health-check-timeout"
