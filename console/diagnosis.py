@@ -391,7 +391,7 @@ def diagnose_groups(
     for g in ordered:
         counts[g.id] = counts.get(g.id, 0) + g.count
 
-    survived = _survived(ready or {})
+    survived = _survived(ready or {}, ordered)
     root = _root(ordered, survived)
     # A startup failure the server outlived ended nothing: it degrades a run, it does not fail it.
     has_fatal = any(g.first.severity == "fatal" and not survived(g) for g in ordered)
@@ -537,10 +537,30 @@ def _clock(obs: list[Observation]) -> Callable[[Observation], float]:
     return key
 
 
-def _survived(ready: Mapping[str, int]) -> Callable[[FindingGroup], bool]:
+def _survived(ready: Mapping[str, int], groups: Sequence[FindingGroup]) -> Callable[[FindingGroup], bool]:
     """Whether a group is a startup failure its log's server :func:`outlived`. It is no root
-    cause while a specific failure the server did not outlive is found."""
-    return lambda g: outlived(g.first, ready)
+    cause while a specific failure the server did not outlive is found - unless that failure
+    is of the same component, later in the same log: what the start left broken (Mooncake's
+    `Memory region not registered` under requests, after its registration failed)."""
+
+    def component(g: FindingGroup) -> str:
+        return g.first.id.split("-", 1)[0]
+
+    def survived(g: FindingGroup) -> bool:
+        if not outlived(g.first, ready):
+            return False
+        return not any(
+            later.first.file == g.first.file
+            and later.first.line_no > g.first.line_no
+            and component(later) == component(g)
+            and later.id != g.id
+            and not later.first.wrapper
+            and not later.first.generic
+            and later.first.severity in ("fatal", "error")
+            for later in groups
+        )
+
+    return survived
 
 
 def _root(groups: list[FindingGroup], survived: Callable[[FindingGroup], bool]) -> FindingGroup | None:

@@ -111,8 +111,9 @@ _TOP_LEVEL: Final = frozenset(
 # CSI, OSC and two-character escape sequences (colour codes, titles, cursor moves).
 _ESCAPE: Final = r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)?|[@-Z\\-_])"
 _ANSI_RE: Final = re.compile(_ESCAPE)
-# What a copy-paste leaves of a colour code: the ESC is gone (or shown as an arrow).
-_BARE_SGR: Final = r"\u2190?\[(?:\d{1,3};){0,4}\d{1,3}m"
+# What a copy-paste leaves of a colour code: the ESC is gone (or shown as an arrow, or as
+# rsyslog's and CloudWatch's octal `#033`).
+_BARE_SGR: Final = r"(?:\u2190|#033)?\[(?:\d{1,3};){0,4}\d{1,3}m"
 _BARE_SGR_RE: Final = re.compile(_BARE_SGR)
 _ANSI_OR_BARE_RE: Final = re.compile(_ESCAPE + "|" + _BARE_SGR)
 _JSON_MAX_CHARS: Final[int] = 1 << 20
@@ -1102,9 +1103,11 @@ def _original_span(segments: list[tuple[int, int]], start: int, end: int) -> tup
 # level words (vLLM "ERROR 10-15 08:32:29 [core.py:708]", uvicorn "ERROR:", srtctl
 # "[ERROR]", Rust tracing "ERROR dynamo_runtime::worker:"), [rank1]:, glog
 # "E0603 20:16:59.104586 27322 file.cc:271]", [atom 12:19:54], docker compose "svc-1  | ",
-# srun --label "3: ", TRT-LLM "[TRT-LLM] [E]".
+# srun --label "3: ", TRT-LLM "[TRT-LLM] [E]", syslog and journalctl's "Feb 22 06:35:27 host vllm[2827]: ".
 _PREFIX_RE: Final = re.compile(
-    r"\u2190?\[(?:\d{1,3};){0,4}\d{1,3}m"
+    r"(?:\u2190|#033)?\[(?:\d{1,3};){0,4}\d{1,3}m ?"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d"
+    r" \S{1,80} [\w.@/\-]{1,80}(?:\[\d{1,10}\])?: "
     r"|\[\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}(?:Z|[+-]\d\d:?\d\d)?(?: [^\]\n]{0,60})?\]:? ?"
     r"|\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}(?:Z|[+-]\d\d:?\d\d)? +(?:\| )?"
     r"|\((?P<tag>(?:[A-Za-z][\w\-]{0,40}(?: [\w=\-]{1,20}){0,3} )?pid=\d{1,10}(?:, ?ip=[\w.:]{1,45})?)\) ?"
@@ -1143,6 +1146,10 @@ _STOPPED_RE: Final = re.compile(
     r"^(?:(?:KeyboardInterrupt|GeneratorExit|(?:\w+\.)*CancelledError|SystemExit(?:: 0)?)\s*$"
     r"|psutil\.NoSuchProcess: process no longer exists\b)"
 )
+# Python's report of an exception raised where it cannot propagate (a `__del__`, a callback at
+# exit): the interpreter printed it and went on.
+_IGNORED_RE: Final = re.compile(r"^Exception ignored (?:in|on|while|when)\b")
+_IGNORED_KEY: Final[str] = "Exception ignored"
 TRACEBACK_OPENER: Final[str] = "recent call"
 """A line without it or :data:`FRAME_OPENER` (and outside a traceback) is matched as a line alone."""
 FRAME_OPENER: Final[str] = 'File "'
@@ -1176,6 +1183,7 @@ class _Traceback:
     cause: str | None = None  # the signature found on the previous exception of the chain
     stack: bool = False  # a stack dump (faulthandler, c10), not an exception traceback
     headless: bool = False  # opened by a frame (the header was not in the log)
+    ignored: bool = False  # under Python's `Exception ignored in: ...`: no uncaught exception
     after_frame: bool = False  # the previous line was a frame: this one may be its source
 
 
@@ -1196,6 +1204,8 @@ class MatchStream:
     def __init__(self, matcher: Matcher) -> None:
         self._matcher = matcher
         self._open: dict[str, _Traceback] = {}
+        self._lines = 0
+        self._ignored: dict[str, int] = {}  # process tag -> the line that said `Exception ignored in`
 
     @property
     def inside(self) -> bool:
@@ -1204,6 +1214,11 @@ class MatchStream:
 
     def match(self, line: str) -> Finding | None:
         """The finding of this line (None for a traceback's frames)."""
+        self._lines += 1
+        if _IGNORED_KEY in line:
+            ignored_body, _, ignored_tag = strip_prefixes(line)
+            if _IGNORED_RE.match(ignored_body.strip()) is not None:
+                self._ignored[ignored_tag] = self._lines
         if not self._open and TRACEBACK_OPENER not in line and FRAME_OPENER not in line:
             return self._matcher.match_line(line)
         body, start, tag = strip_prefixes(line)
@@ -1211,6 +1226,7 @@ class MatchStream:
         indent = len(body) - len(body.lstrip())
         tb = self._open.get(tag)
         cause = None
+        ignored = False
         if tb is not None:
             if tb.waiting:
                 if not stripped:
@@ -1220,6 +1236,7 @@ class MatchStream:
                     return None
                 if tb.chained:
                     cause = tb.cause
+                    ignored = tb.ignored
                 del self._open[tag]
             elif (
                 not stripped
@@ -1247,7 +1264,11 @@ class MatchStream:
             stripped = stripped[stripped.rfind("\r") + 1 :].strip()
             indent = 0
         if _TRACEBACK_RE.search(stripped) is not None:
-            self._open[tag] = _Traceback(indent=indent, cause=cause)
+            # (the header follows `Exception ignored in: <object>` at once, but for another
+            # process's interleaved line)
+            said = self._ignored.pop(tag, None)
+            ignored = ignored or (said is not None and self._lines - said <= 3)
+            self._open[tag] = _Traceback(indent=indent, cause=cause, ignored=ignored)
         elif _STACK_RE.search(stripped) is not None:
             self._open[tag] = _Traceback(indent=indent, stack=True)
         elif finding is None and (frame := _FRAME_FILE_RE.match(body)) is not None and ", in " in stripped:
@@ -1267,9 +1288,11 @@ class MatchStream:
                     captures = self._matcher.context_of(line[:start])
                     finding = self._matcher.framed_finding(sig, line, start + len(body) - len(body.lstrip()), captures)
                     break
+        if tb.ignored and finding is not None and finding.family:
+            finding = None  # only a cause a regex knows counts in what Python ignored
         uncaught = self._matcher.uncaught_signature
         # (without the header, what follows the frames may be any line: only a known one counts)
-        if finding is None and uncaught is not None and tb.cause is None and not tb.headless:
+        if finding is None and uncaught is not None and tb.cause is None and not tb.headless and not tb.ignored:
             # An exception nothing knows, with no known cause earlier in its chain.
             text = body.strip()
             exception = _UNCAUGHT_RE.match(text)
@@ -1290,6 +1313,7 @@ class MatchStream:
             indent=tb.indent,
             waiting=True,
             cause=finding.signature_id if finding is not None else tb.cause,
+            ignored=tb.ignored,
         )
         return finding
 

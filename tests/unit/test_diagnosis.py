@@ -649,6 +649,26 @@ def test_a_startup_failure_the_server_outlived_is_no_root_cause(name: str) -> No
     assert triage_files({name: [OPEN_NIC, "x"]}).diagnose("COMPLETED").verdict == "failed"
 
 
+def test_a_startup_failure_is_the_root_of_what_it_left_broken_in_its_component() -> None:
+    # Mooncake's registration failed, the server still started, then every transfer found its
+    # memory unregistered (sgl-project/sglang#6753): the registration is the cause.
+    unregistered = (
+        "E0529 23:23:23.432950 69588 rdma_transport.cpp:323] Memory region not registered by any active"
+        " device(s): 0x7c1cda002800"
+    )
+    name = "logs/n1_prefill_w0.out"
+    d = triage_files({name: [OPEN_NIC, "x", FIRED_UP, "y", unregistered]}).diagnose("RUNNING")
+    assert d.root_cause is not None and (d.root_cause.id, d.root_cause.first.line_no) == (
+        "mooncake-register-memory-failed",
+        1,
+    )
+    assert "mooncake-transfer-failed" in {g.id for g in d.consequences}
+    # in another worker's log it is that worker's own failure
+    other = triage_files({name: [OPEN_NIC, "x", FIRED_UP], "logs/n2_decode_w0.out": ["y", unregistered]})
+    root = other.diagnose("RUNNING").root_cause
+    assert root is not None and root.id == "mooncake-transfer-failed"
+
+
 @pytest.mark.parametrize("batched", [True, False])
 def test_a_worker_that_outlived_its_startup_failure_is_serving_until_it_fails(batched: bool) -> None:
     name = "logs/n1_prefill_w0.out"

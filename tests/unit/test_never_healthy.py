@@ -74,6 +74,32 @@ def test_scan_of_a_log_whose_only_failure_is_an_unknown_exception_reports_it(
     assert "no signature knows this failure" in out
 
 
+@pytest.mark.parametrize("tag", ["", "(Worker_TP2_EP2 pid=2176570) "])
+def test_an_exception_python_ignored_is_no_uncaught_exception(tag: str) -> None:
+    # vLLM's workers at exit (a healthy GB300 run): the interpreter printed the exception raised
+    # in a `__del__` and went on, so nothing ended with it.
+    ignored = [
+        f"{tag}Exception ignored in: <function ShmRingBuffer.__del__ at 0xec2e2027ccc0>",
+        f"{tag}Traceback (most recent call last):",
+        f'{tag}  File "/usr/lib/vllm/distributed/shm_broadcast.py", line 323, in __del__',
+        f"{tag}    self.shared_memory.unlink()",
+        f"{tag}FileNotFoundError: [Errno 2] No such file or directory: '/psm_351ce242'",
+    ]
+    triage = Triage()
+    triage.feed("logs/n1_agg_w0.out", ignored)
+    assert triage.findings == []
+    # the same exception, uncaught, is one; and one Python ignored still says what it is
+    triage = Triage()
+    triage.feed("logs/n1_agg_w0.out", ignored[1:])
+    assert [o.line_no for o in triage.findings] == [4]
+    triage = Triage()
+    triage.feed(
+        "logs/n1_agg_w0.out",
+        [*ignored[:-1], f"{tag}RuntimeError: CUDA error: an illegal memory access was encountered"],
+    )
+    assert [o.id for o in triage.findings] == ["gpu-illegal-memory-access"]
+
+
 def test_a_known_failure_with_its_wrappers_names_the_specific_cause_on_its_line() -> None:
     worker = [
         *UNKNOWN_EXCEPTION[:3],

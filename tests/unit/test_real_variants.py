@@ -339,6 +339,20 @@ def test_stack_dumps_are_context_and_a_truncated_traceback_ends_cleanly(matcher:
         ('sglang-1  |   File "/s.py", line 2', '  File "/s.py", line 2', ""),
         ("2026-08-25 10:00:00 [ERROR] Fatal error", "Fatal error", ""),
         ("3: srun: error: n1: task 0: Exited with exit code 1", "srun: error: n1: task 0: Exited with exit code 1", ""),
+        # journalctl's short format of a vLLM service (its traceback's frames are context behind it)
+        (
+            "Feb 22 06:35:27 gpu-host-1 env[2827]: (EngineCore_DP0 pid=2827) ERROR 02-22 06:35:27 [core.py:946]"
+            "     _check_enough_kv_cache_memory(",
+            "    _check_enough_kv_cache_memory(",
+            "EngineCore_DP0 pid=2827",
+        ),
+        ("Nov 13 01:50:23 8000a-e12 vllm[62501]: RuntimeError: x", "RuntimeError: x", ""),
+        # rsyslog's and CloudWatch's octal escapes of a colour code's ESC (a SageMaker endpoint's log)
+        (
+            "#033[1;36m(VllmWorker pid=96)#033[0;0m ERROR 08-25 10:46:51 [multiproc_executor.py:559] x",
+            "x",
+            "VllmWorker pid=96",
+        ),
         (
             "\x1b[2m2025-10-13T18:18:46Z\x1b[0m \x1b[31mERROR\x1b[0m "
             "\x1b[2mdynamo_runtime::worker\x1b[0m\x1b[2m:\x1b[0m y",
