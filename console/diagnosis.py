@@ -546,10 +546,8 @@ def _survived(ready: Mapping[str, int], groups: Sequence[FindingGroup]) -> Calla
     def component(g: FindingGroup) -> str:
         return g.first.id.split("-", 1)[0]
 
-    def survived(g: FindingGroup) -> bool:
-        if not outlived(g.first, ready):
-            return False
-        return not any(
+    def left_broken(g: FindingGroup) -> bool:
+        return any(
             later.first.file == g.first.file
             and later.first.line_no > g.first.line_no
             and component(later) == component(g)
@@ -560,7 +558,9 @@ def _survived(ready: Mapping[str, int], groups: Sequence[FindingGroup]) -> Calla
             for later in groups
         )
 
-    return survived
+    # (worked out once: the diagnosis asks of each group several times)
+    survivors = {id(g) for g in groups if outlived(g.first, ready) and not left_broken(g)}
+    return lambda g: id(g) in survivors
 
 
 def _root(groups: list[FindingGroup], survived: Callable[[FindingGroup], bool]) -> FindingGroup | None:
