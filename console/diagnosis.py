@@ -55,6 +55,7 @@ __all__ = [
     "diagnose",
     "diagnose_groups",
     "group_findings",
+    "leaves_broken",
     "outlived",
     "root_key",
     "same_failure",
@@ -66,6 +67,9 @@ FAILED_STATES: Final = frozenset({"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_
 """Scheduler states that say the job failed, whatever its logs hold."""
 CATEGORY_RANK: Final = {"startup": 0, "infra": 1, "runtime": 2, "scheduler": 3}
 _SEVERITY_RANK: Final = {"fatal": 0, "error": 1, "warning": 2}
+# GPU faults that leave the process's GPU context broken, and the ids of the GPU's own errors.
+_STICKY_FAULTS: Final = frozenset({"gpu-illegal-memory-access", "gpu-device-side-assert", "rocm-gpu-memory-fault"})
+_GPU_IDS: Final = ("gpu-", "cuda-", "rocm-")
 # Findings of one file this close to a root line (in lines and in seconds) are the same failure.
 SAME_FAILURE_LINES: Final[int] = 60
 SAME_FAILURE_S: Final[float] = 5.0
@@ -537,34 +541,56 @@ def _clock(obs: list[Observation]) -> Callable[[Observation], float]:
     return key
 
 
+def leaves_broken(start: Observation, later: Observation) -> bool:
+    """Whether ``later`` is what the startup failure ``start`` left broken: a specific failure of
+    the same component (the id's first word), later in the same log (Mooncake's `Memory region
+    not registered` under requests, after its registration failed). The server outlived the
+    start, not the failure: the start is its cause."""
+    return (
+        later.file == start.file
+        and later.line_no > start.line_no
+        and later.id != start.id
+        and later.id.split("-", 1)[0] == start.id.split("-", 1)[0]
+        and not later.wrapper
+        and not later.generic
+        and later.severity in ("fatal", "error")
+    )
+
+
 def _survived(ready: Mapping[str, int], groups: Sequence[FindingGroup]) -> Callable[[FindingGroup], bool]:
-    """Whether a group is a startup failure its log's server :func:`outlived`. It is no root
-    cause while a specific failure the server did not outlive is found - unless that failure
-    is of the same component, later in the same log: what the start left broken (Mooncake's
-    `Memory region not registered` under requests, after its registration failed)."""
-
-    def component(g: FindingGroup) -> str:
-        return g.first.id.split("-", 1)[0]
-
-    def left_broken(g: FindingGroup) -> bool:
-        return any(
-            later.first.file == g.first.file
-            and later.first.line_no > g.first.line_no
-            and component(later) == component(g)
-            and later.id != g.id
-            and not later.first.wrapper
-            and not later.first.generic
-            and later.first.severity in ("fatal", "error")
-            for later in groups
-        )
-
+    """Whether a group is a startup failure its log's server :func:`outlived`, and that left
+    nothing broken (:func:`leaves_broken`). It is no root cause while a specific failure the
+    server did not outlive is found."""
     # (worked out once: the diagnosis asks of each group several times)
-    survivors = {id(g) for g in groups if outlived(g.first, ready) and not left_broken(g)}
+    survivors = {
+        id(g)
+        for g in groups
+        if outlived(g.first, ready) and not any(leaves_broken(g.first, later.first) for later in groups)
+    }
     return lambda g: id(g) in survivors
 
 
+def _broken_context(groups: Sequence[FindingGroup]) -> set[int]:
+    """The GPU errors a log reports after a GPU fault in it (an illegal address, a device-side
+    assert, a memory fault): the fault leaves the process's GPU context broken, and every later
+    call fails with whatever error it meets (`device(s) is/are busy or unavailable` from the
+    next stream switch). They are its consequences, not causes."""
+    fault: dict[str, int] = {}
+    for g in groups:
+        if g.id in _STICKY_FAULTS and not g.first.quoted:
+            fault[g.first.file] = min(g.first.line_no, fault.get(g.first.file, g.first.line_no))
+    return {
+        id(g)
+        for g in groups
+        if g.id not in _STICKY_FAULTS
+        and g.id.startswith(_GPU_IDS)
+        and g.first.line_no > fault.get(g.first.file, math.inf)
+    }
+
+
 def _root(groups: list[FindingGroup], survived: Callable[[FindingGroup], bool]) -> FindingGroup | None:
-    causes = [g for g in groups if not g.first.wrapper and not g.first.generic]
+    broken = _broken_context(groups)
+    causes = [g for g in groups if not g.first.wrapper and not g.first.generic and id(g) not in broken]
     known = [g for g in causes if not g.first.finding.family]
     family = [g for g in causes if g.first.finding.family]
     # A cause a regex knows, then one named only by a family word in an error line or by
@@ -598,13 +624,28 @@ def _root(groups: list[FindingGroup], survived: Callable[[FindingGroup], bool]) 
     unrecognised = [
         g for g in groups if g.first.generic and not g.first.wrapper and g.first.severity in ("fatal", "error")
     ]
-    fatal_reports = [g for g in groups if g.first.wrapper and g.first.severity == "fatal"]
+    reports = [g for g in groups if g.first.wrapper and g.first.severity == "error"]
+    fatal_reports = [_reported_above(g, reports) for g in groups if g.first.wrapper and g.first.severity == "fatal"]
     firsts = [_earliest(kind) for kind in (unrecognised, fatal_reports) if kind]
     if firsts:
         clock = _clock([g.first for g in firsts])
         return min(firsts, key=lambda g: (g.first.quoted, clock(g.first), g.first.order))
-    reports = [g for g in groups if g.first.wrapper and g.first.severity == "error"]
     return _earliest(reports) if reports else None
+
+
+def _reported_above(report: FindingGroup, reports: list[FindingGroup]) -> FindingGroup:
+    """The report a fatal ``report`` repeats: the first lesser one just above it in its file (Slurm
+    cancelling a step `DUE TO TASK FAILURE` below srun's `task 3: Exited with exit code 127`),
+    else ``report`` itself."""
+    first = report.first
+    above = [
+        g
+        for g in reports
+        if g.first.file == first.file
+        and g.first.quoted == first.quoted
+        and 0 < first.line_no - g.first.line_no <= SAME_FAILURE_LINES
+    ]
+    return min(above, key=lambda g: g.first.line_no) if above else report
 
 
 def _earliest(tier: list[FindingGroup]) -> FindingGroup:

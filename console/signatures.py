@@ -736,7 +736,10 @@ class Matcher:
             return self._match_redraws(line, first_only=first_only)
         if len(line) <= self._max:
             return self._match_window(line, 0, first_only=first_only)
-        # A long line is scanned at both ends: its head and its last max_line_chars.
+        # A long line is scanned at both ends: its head and its last max_line_chars. A quiet
+        # head quiets the whole line (a logged prompt's text runs to its end).
+        if any(quiet.search(line, 0, self._max) is not None for quiet in self._catalog.quiet_lines):
+            return []
         head = self._match_window(line[: self._max], 0, first_only=first_only)
         offset = len(line) - self._max
         tail = self._match_window(line[offset:], offset, first_only=first_only)

@@ -34,6 +34,7 @@ from console.diagnosis import (
     Stall,
     after_stop,
     diagnose_groups,
+    leaves_broken,
     outlived,
     same_failure,
 )
@@ -63,6 +64,7 @@ MAX_FINDINGS: Final[int] = 20_000
 """Located findings kept per attempt; later ones are still counted in the diagnosis groups."""
 MAX_TEMPLATES: Final[int] = 5000
 """Error-level line templates kept per attempt (what a later attempt is compared with)."""
+_MAX_STARTS: Final[int] = 4  # the startup failures of a log kept to tell what they left broken
 STALL_AFTER_S: Final[float] = 600.0
 """No worker output for this long (or a third of srtctl's health-check window when that is
 shorter, but not under a minute) while srtctl waits for health is a stall."""
@@ -390,6 +392,8 @@ class _FileTriage:
     awaiting_time: bool = False  # a finding had no time: the next dated line gives one
     next_stamp: tuple[float, bool] | None = None  # that next dated line's time
     failure: Observation | None = None  # the finding that failed this worker (its label)
+    starts: list[Observation] = field(default_factory=list)  # its first fatal startup findings
+    broken: Observation | None = None  # an outlived start that left its component broken
     stopped_at: int | None = None  # the line where the worker was told to stop (a SIGTERM it received)
 
 
@@ -589,8 +593,8 @@ class Triage:
         update: TriageUpdate,
         failures: list[Observation] | None,
     ) -> None:
-        """Match one line (its stage rules already applied). A fatal finding of a worker is told
-        to the tracker now, or added to ``failures`` to be told after the rest of its batch."""
+        """Match one line (its stage rules already applied). A fatal or error finding of a worker
+        is told to the tracker now, or added to ``failures`` to be told after the rest of its batch."""
         if state.stream is None:
             state.stream = self.matcher.stream()
         if state.awaiting_time:
@@ -614,7 +618,8 @@ class Triage:
                 state.stopped_at = line_no
             # A worker told to stop that reports its engine dead as it goes has not failed.
             torn = after_stop(observation, state.stopped_at)
-            if observation.severity == "fatal" and state.worker is not None and not torn:
+            # (an error too: it may show what an outlived startup failure left broken)
+            if observation.severity in ("fatal", "error") and state.worker is not None and not torn:
                 if failures is None:
                     update.changes.extend(self._worker_failed(file, state, observation))
                 else:
@@ -635,28 +640,53 @@ class Triage:
         return self.matcher.framed_finding(novel, text, 0, {"template": template})
 
     def _worker_failed(self, file: str, state: _FileTriage, observation: Observation) -> list[StageChange]:
-        """Mark the worker failed by its first fatal finding; a narrower signature of the same
-        failure (the graph capture an OOM broke) renames it, so the workers table names the
-        failure as the diagnosis does, at the same line (``failure_at``)."""
-        label = observation.id
+        """Mark the worker failed by its first fatal finding (an error is told too, for what an
+        outlived start left broken); a narrower signature of the same failure (the graph capture
+        an OOM broke) renames it, so the workers table names the failure as the diagnosis does,
+        at the same line (``failure_at``)."""
         ready = self.tracker.ready_lines
-        if outlived(observation, ready):
-            return []
-        current = state.failure
-        if current is not None and outlived(current, ready):
-            current = state.failure = None
+        changes = self._left_broken(file, state, observation)
+        if observation.severity != "fatal":
+            return changes
+
+        def gone(o: Observation) -> bool:
+            return o is not state.broken and outlived(o, ready)
+
+        label = observation.id
         startup = observation.category == "startup"
+        if startup and not observation.wrapper and len(state.starts) < _MAX_STARTS:
+            state.starts.append(observation)
+        if gone(observation):
+            return changes
+        current = state.failure
+        if current is not None and gone(current):
+            current = state.failure = None
         if current is None:
             state.failure = observation
-            return self.tracker.mark_worker_failed(
+            return changes + self.tracker.mark_worker_failed(
                 file, label, observation.line_no, consequence=observation.wrapper, outlivable=startup
             )
         if observation.wrapper:
-            return []
+            return changes
         if current.wrapper or (same_failure(current, observation) and _narrower(observation, current)):
             state.failure = observation
-            return self.tracker.mark_worker_failed(file, label, observation.line_no, rename=True, outlivable=startup)
-        return []
+            return changes + self.tracker.mark_worker_failed(
+                file, label, observation.line_no, rename=True, outlivable=startup
+            )
+        return changes
+
+    def _left_broken(self, file: str, state: _FileTriage, observation: Observation) -> list[StageChange]:
+        """Fail the worker again by a startup failure its server outlived, once a later finding
+        shows what it left broken (:func:`leaves_broken`): the diagnosis names that start as the
+        root cause, and the workers table says so too."""
+        if state.broken is not None:
+            return []
+        ready = self.tracker.ready_lines
+        start = next((s for s in state.starts if outlived(s, ready) and leaves_broken(s, observation)), None)
+        if start is None:
+            return []
+        state.broken = state.failure = start
+        return self.tracker.mark_worker_failed(file, start.id, start.line_no)
 
     def diagnose(self, state: str | None = None, *, cancelled: bool = False, now: float | None = None) -> Diagnosis:
         """The diagnosis now; ``state`` is the scheduler's state when known, ``cancelled`` says the
@@ -921,7 +951,7 @@ class _SparseReader:
             self.state.stream = triage.matcher.stream()
         self.line_no = self.state.lines  # lines fed so far, as read_lines gives them
         self.batch_end = self.line_no + _FEED_BATCH
-        self.failures: list[Observation] = []  # the fatal findings of a worker in this batch
+        self.failures: list[Observation] = []  # the fatal and error findings of a worker in this batch
         self.update = TriageUpdate()
 
     def read(self, fh: BinaryIO) -> None:

@@ -690,6 +690,37 @@ def test_a_worker_that_outlived_its_startup_failure_is_serving_until_it_fails(ba
     assert stage() == ("failed", "rocm-gpu-memory-fault")
 
 
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_workers_table_fails_a_worker_by_the_start_that_left_it_broken(batched: bool) -> None:
+    # The diagnosis names the registration that failed at line 1 as the root cause of the
+    # unregistered memory at line 5 (above); the workers table names the same failure there.
+    unregistered = "E0529 23:23:23.432950 69588 rdma_transport.cpp:323] Memory region not registered: 0x7c1c"
+    name = "logs/n1_prefill_w0.out"
+    triage = Triage()
+    lines = [OPEN_NIC, "x", FIRED_UP, "y", unregistered, FAULT]
+    if batched:
+        triage.feed(name, lines)
+    else:
+        for line in lines[:-2]:
+            triage.feed(name, [line])
+        (worker,) = triage.snapshot().workers.values()
+        assert (worker.stage.value, worker.failure) == ("ready", None)
+        triage.feed(name, lines[-2:])
+    (worker,) = triage.snapshot().workers.values()
+    assert (worker.stage.value, worker.failure, worker.failure_line) == (
+        "failed",
+        "mooncake-register-memory-failed",
+        1,
+    )
+    root = triage.diagnose("RUNNING").root_cause
+    assert root is not None and (root.id, root.first.line_no) == (worker.failure, worker.failure_line)
+    # a failure of another component leaves the outlived start where it was: served
+    other = Triage()
+    other.feed(name, [OPEN_NIC, "x", FIRED_UP, "y", FAULT])
+    (worker,) = other.snapshot().workers.values()
+    assert (worker.failure, worker.failure_line) == ("rocm-gpu-memory-fault", 5)
+
+
 def test_mooncake_without_rdma_is_a_warning_not_a_doomed_start() -> None:
     # Mooncake logs it at WARNING and starts its TCP transport: the start goes on, slower KV.
     name = "logs/n1_prefill_w0.out"
@@ -703,3 +734,34 @@ def test_mooncake_without_rdma_is_a_warning_not_a_doomed_start() -> None:
     # the failure that follows is the root cause, whatever came first
     failing = triage_files({name: [NO_RDMA, "x", FAULT]}).diagnose("FAILED")
     assert failing.root_cause is not None and failing.root_cause.id == "rocm-gpu-memory-fault"
+
+
+def test_a_step_cancelled_for_a_task_failure_points_at_the_task() -> None:
+    # A job script's broken line continuation ran a flag as a command (exit 127); srun then
+    # cancelled the step: the task that exited is the first report, the cancel repeats it.
+    lines = [
+        "./.my_script_temp_245536: line 12: --tensor-parallel-size: command not found",
+        "srun: error: gpu-1-59: task 3: Exited with exit code 127",
+        "srun: Terminating StepId=245536.0",
+        "[2026-03-14T17:16:41.080] error: *** STEP 245536.0 ON gpu-1-59 CANCELLED AT 2026-03-14T17:16:41 DUE TO"
+        " TASK FAILURE ***",
+        "srun: error: gpu-1-59: tasks 0,2: Terminated",
+    ]
+    root = triage_files({"slurm-245536.err": lines}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("srun-task-failed", 2)
+    # a cancel with no task report above it is the first report itself
+    alone = triage_files({"slurm-245536.err": lines[3:4]}).diagnose("FAILED").root_cause
+    assert alone is not None and (alone.id, alone.first.line_no) == ("slurm-job-cancelled", 1)
+
+
+def test_gpu_errors_after_a_gpu_fault_are_its_consequences() -> None:
+    # An illegal address breaks the process's GPU context: the next stream switch reports the
+    # device busy (sgl-project/sglang#3892). That report is no cause of its own.
+    fault = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    busy = "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"
+    name = "logs/n1_decode_w0.out"
+    root = triage_files({name: ["x", fault, "y", busy]}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("gpu-illegal-memory-access", 2)
+    # before any fault, a busy device is the cause
+    root = triage_files({name: ["x", busy, "y", fault]}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("gpu-memory-held-by-other", 2)

@@ -452,6 +452,16 @@ def test_ten_megabyte_line_is_matched_at_both_ends(matcher: Matcher) -> None:
     assert matcher.match_line(filler + failure + filler) is None
 
 
+def test_a_logged_prompt_says_no_failure_whatever_its_text(matcher: Matcher) -> None:
+    # vLLM logs each request's prompt; a user's text is no failure, even past the line's head.
+    head = "INFO 07-21 19:46:50 [logger.py:43] Received request chatcmpl-6ecd: prompt: '<|im_start|>user\\n"
+    words = "Is the argument invalid? RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+    assert matcher.match_all(head + words + "'") == []
+    assert matcher.match_all(head + "x" * (2 * MAX_LINE_CHARS) + words + "'") == []
+    # the same words as a line of their own are the failure they say
+    assert [f.signature_id for f in matcher.match_all(words)][:1] == ["gpu-oom"]
+
+
 def test_cap_is_configurable() -> None:
     small = Matcher(load_catalog(), max_line_chars=100)
     failure = " srun: error: mi355-03: task 0: Exited with exit code 1 "
