@@ -738,7 +738,7 @@ class Matcher:
             return self._match_window(line, 0, first_only=first_only)
         # A long line is scanned at both ends: its head and its last max_line_chars. A quiet
         # head quiets the whole line (a logged prompt's text runs to its end).
-        if any(quiet.search(line, 0, self._max) is not None for quiet in self._catalog.quiet_lines):
+        if self._quiet(line, self._max):
             return []
         head = self._match_window(line[: self._max], 0, first_only=first_only)
         offset = len(line) - self._max
@@ -818,11 +818,14 @@ class Matcher:
                 prepared = _Prepared(line, clean, clean.lower(), segments, keyed)
         return prepared
 
+    def _quiet(self, text: str, end: int) -> bool:
+        """Whether one of the catalog's quiet lines is in ``text`` up to ``end``: nothing there is a finding."""
+        return any(quiet.search(text, 0, end) is not None for quiet in self._catalog.quiet_lines)
+
     def _scan(self, prepared: _Prepared, *, first_only: bool) -> list[Finding]:
         text = prepared.text
-        for quiet in self._catalog.quiet_lines:
-            if quiet.search(text) is not None:
-                return []
+        if self._quiet(text, len(text)):
+            return []
         chosen = set(self._unkeyed_indices)
         if prepared.keyed and self._keywords_held is not None:
             for keyword in self._keywords_held.held(prepared.low):

@@ -20,7 +20,7 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO, Final
@@ -645,7 +645,7 @@ class Triage:
         an OOM broke) renames it, so the workers table names the failure as the diagnosis does,
         at the same line (``failure_at``)."""
         ready = self.tracker.ready_lines
-        changes = self._left_broken(file, state, observation)
+        changes = self._left_broken(file, state, observation, ready)
         if observation.severity != "fatal":
             return changes
 
@@ -675,13 +675,14 @@ class Triage:
             )
         return changes
 
-    def _left_broken(self, file: str, state: _FileTriage, observation: Observation) -> list[StageChange]:
+    def _left_broken(
+        self, file: str, state: _FileTriage, observation: Observation, ready: Mapping[str, int]
+    ) -> list[StageChange]:
         """Fail the worker again by a startup failure its server outlived, once a later finding
         shows what it left broken (:func:`leaves_broken`): the diagnosis names that start as the
         root cause, and the workers table says so too."""
         if state.broken is not None:
             return []
-        ready = self.tracker.ready_lines
         start = next((s for s in state.starts if outlived(s, ready) and leaves_broken(s, observation)), None)
         if start is None:
             return []
