@@ -625,7 +625,8 @@ def _root(groups: list[FindingGroup], survived: Callable[[FindingGroup], bool]) 
         g for g in groups if g.first.generic and not g.first.wrapper and g.first.severity in ("fatal", "error")
     ]
     reports = [g for g in groups if g.first.wrapper and g.first.severity == "error"]
-    fatal_reports = [_reported_above(g, reports) for g in groups if g.first.wrapper and g.first.severity == "fatal"]
+    fatal = [g for g in groups if g.first.wrapper and g.first.severity == "fatal"]
+    fatal_reports = [_reported_above(g, reports) for g in fatal if not _said_below(g, fatal)]
     firsts = [_earliest(kind) for kind in (unrecognised, fatal_reports) if kind]
     if firsts:
         clock = _clock([g.first for g in firsts])
@@ -646,6 +647,20 @@ def _reported_above(report: FindingGroup, reports: list[FindingGroup]) -> Findin
         and 0 < first.line_no - g.first.line_no <= SAME_FAILURE_LINES
     ]
     return min(above, key=lambda g: g.first.line_no) if above else report
+
+
+def _said_below(report: FindingGroup, reports: list[FindingGroup]) -> bool:
+    """Whether ``report`` is an uncaught C++ exception (`terminate called after throwing an
+    instance of 'c10::DistBackendError'`) whose `what():` lines just below hold a report of their
+    own (`Watchdog caught collective operation timeout`): the process died of that one."""
+    first = report.first
+    if first.id != "process-crash-signal" or "exception" not in first.finding.captures:
+        return False
+    return any(
+        g.first.file == first.file and g.first.quoted == first.quoted and 0 < g.first.line_no - first.line_no <= 3
+        for g in reports
+        if g.id != first.id
+    )
 
 
 def _earliest(tier: list[FindingGroup]) -> FindingGroup:

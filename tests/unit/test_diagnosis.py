@@ -765,3 +765,40 @@ def test_gpu_errors_after_a_gpu_fault_are_its_consequences() -> None:
     # before any fault, a busy device is the cause
     root = triage_files({name: ["x", busy, "y", fault]}).diagnose("FAILED").root_cause
     assert root is not None and (root.id, root.first.line_no) == ("gpu-memory-held-by-other", 2)
+
+
+def test_an_uncaught_cpp_exception_dies_of_the_report_its_what_holds() -> None:
+    # `terminate called after throwing` only says the process aborted; the `what():` line below
+    # says of what (sgl-project/sglang#1693: the NCCL watchdog's collective timeout).
+    terminate = "terminate called after throwing an instance of 'c10::DistBackendError'"
+    what = (
+        "  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog"
+        " caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008,"
+        " NumelOut=152064, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+    )
+    name = "logs/n1_decode_w0.out"
+    root = triage_files({name: ["x", terminate, what]}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("nccl-watchdog-timeout", 3)
+    # with a `what():` no signature knows, the abort is the report
+    unknown = "  what():  std::bad_variant_access"
+    root = triage_files({name: ["x", terminate, unknown]}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("process-crash-signal", 2)
+
+
+def test_a_graph_capture_that_met_a_missing_kernel_is_the_kernels_failure() -> None:
+    # SGLang captured CUDA graphs on a T4 with FlashInfer built without its kernels
+    # (sgl-project/sglang#1058): the capture is only where the first kernel was launched.
+    lines = [
+        "Initialization failed. controller_init_state: Traceback (most recent call last):",
+        "Exception: Capture cuda graph failed: BatchDecodeWithPagedKVCache failed with error no kernel image is"
+        " available for execution on the device",
+        "Possible solutions:",
+        "1. disable torch compile by not using --enable-torch-compile",
+        "2. disable cuda graph by --disable-cuda-graph",
+    ]
+    root = triage_files({"logs/n1_decode_w0.out": lines}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("gpu-binary-incompatible", 2)
+    # a capture that failed of itself stays the cause, and its advice list only repeats it
+    lines[1] = "Exception: Capture cuda graph failed: CUDA error: operation not permitted when stream is capturing"
+    root = triage_files({"logs/n1_decode_w0.out": lines}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("cuda-graph-capture-failed", 2)

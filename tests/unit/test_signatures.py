@@ -210,6 +210,41 @@ FAMILY_CASES = [
         "gpu-oom",
         {"bytes": "2.00 GiB", "gpu": "7"},
     ),
+    # Messages as the programs' own sources write them.
+    # vLLM's input processor (vllm/v1/engine/processor.py): a prompt alone over max_model_len
+    (
+        "ValueError: The decoder prompt (length 12324) is longer than the maximum model length of 8192.",
+        "request-over-context-length",
+        {"requested": "12324", "max_len": "8192"},
+    ),
+    # vLLM's and SGLang's serving benchmarks (benchmark_serving.py, bench_serving.py) when no request succeeded
+    (
+        "UserWarning: All requests failed. This is likely due to a misconfiguration on the benchmark arguments.",
+        "benchmark-failed",
+        {},
+    ),
+    # vLLM's parallel config check (vllm/config.py, ModelConfig.verify_with_parallel_config)
+    (
+        "ValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).",
+        "engine-bad-argument",
+        {"value": "32"},
+    ),
+    # Docker's and Kubernetes' image pulls
+    (
+        "docker: Error response from daemon: manifest for lmsysorg/sglang:v0.9.9 not found: manifest unknown:"
+        " manifest unknown.",
+        "pyxis-image-import-failed",
+        {},
+    ),
+    ("  Warning  Failed     12s   kubelet  Error: ErrImagePull", "pyxis-image-import-failed", {}),
+    # a package of another release than the code expects
+    (
+        "AttributeError: module 'triton.language' has no attribute 'constexpr_function'",
+        "python-import-error",
+        {"module": "triton.language", "name": "constexpr_function"},
+    ),
+    # pip's summary of a package whose build failed
+    ("  error: subprocess-exited-with-error", "job-env-setup-failed", {}),
 ]
 
 
