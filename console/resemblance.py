@@ -134,6 +134,9 @@ _STACK: Final = re.compile(
     r"|The above exception was the direct cause of the following exception"
     r"|During handling of the above exception, another exception occurred"
 )
+# A comment of source code that a log prints (inductor's generated Triton kernels at E level:
+# `[22/4]     # Cast ... to int64 to avoid int32 overflow`) tells of no failure whatever its words.
+_COMMENT: Final = re.compile(r"(?:^|[\]|])\s{0,12}# (?=[A-Za-z])")
 # A line that says it retries is on the way to a failure, not one: the give-up line that may
 # follow is the failure (`ERROR failed to connect, willRetry=1, retry=1, retryLimit=3`).
 _RETRY = re.compile(r"(?i)\bretrying\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
@@ -248,7 +251,7 @@ class Resemblance:
 
     def _classify(self, text: str) -> Guess | None:
         found = [w for w in dict.fromkeys(words(text)) if w in self._seen]
-        if len(self._classes) < 2 or _STACK.search(text) is not None:
+        if len(self._classes) < 2 or _STACK.search(text) is not None or _COMMENT.search(text) is not None:
             return None
         # The failure must be said: not by a level (`[ERROR]`: argparse's usage printed at
         # ERROR line by line is no failure), a builtin exception's name or a path

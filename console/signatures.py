@@ -818,6 +818,10 @@ class Matcher:
                 prepared = _Prepared(line, clean, clean.lower(), segments, keyed)
         return prepared
 
+    def quiet(self, text: str) -> bool:
+        """Whether the line is one of the catalog's quiet lines (it reports no failure, whatever it says)."""
+        return self._quiet(text, len(text))
+
     def _quiet(self, text: str, end: int) -> bool:
         """Whether one of the catalog's quiet lines is in ``text`` up to ``end``: nothing there is a finding."""
         return any(quiet.search(text, 0, end) is not None for quiet in self._catalog.quiet_lines)
@@ -1298,7 +1302,14 @@ class MatchStream:
             finding = None  # only a cause a regex knows counts in what Python ignored
         uncaught = self._matcher.uncaught_signature
         # (without the header, what follows the frames may be any line: only a known one counts)
-        if finding is None and uncaught is not None and tb.cause is None and not tb.headless and not tb.ignored:
+        if (
+            finding is None
+            and uncaught is not None
+            and tb.cause is None
+            and not tb.headless
+            and not tb.ignored
+            and not self._matcher.quiet(line)  # (a request the server refused as invalid)
+        ):
             # An exception nothing knows, with no known cause earlier in its chain.
             text = body.strip()
             exception = _UNCAUGHT_RE.match(text)

@@ -802,3 +802,30 @@ def test_a_graph_capture_that_met_a_missing_kernel_is_the_kernels_failure() -> N
     lines[1] = "Exception: Capture cuda graph failed: CUDA error: operation not permitted when stream is capturing"
     root = triage_files({"logs/n1_decode_w0.out": lines}).diagnose("FAILED").root_cause
     assert root is not None and (root.id, root.first.line_no) == ("cuda-graph-capture-failed", 2)
+
+
+def test_a_request_refused_as_invalid_is_the_clients_error_and_a_bad_config_is_not() -> None:
+    # SGLang answered a chat request whose assistant turn had no content with a 500 and its
+    # pydantic traceback, and served on (sgl-project/sglang#7083).
+    request = [
+        "Traceback (most recent call last):",
+        '  File "/sglang/srt/openai_api/adapter.py", line 1471, in v1_chat_completions',
+        "    all_requests = [ChatCompletionRequest(**request_json)]",
+        "pydantic_core._pydantic_core.ValidationError: 3 validation errors for ChatCompletionRequest",
+        "messages.2.ChatCompletionMessageGenericParam.content",
+        "  Field required [type=missing, input_value={'role': 'assistant', 'to...}, input_type=dict]",
+        "    For further information visit https://errors.pydantic.dev/2.11/v/missing",
+        "messages.2.ChatCompletionMessageUserParam.role",
+        "  Input should be 'user' [type=literal_error, input_value='assistant', input_type=str]",
+    ]
+    triage = triage_files({"logs/n1_agg_w0.out": request})
+    assert not triage.findings and triage.diagnose("RUNNING").verdict == "healthy"
+    # a validator's own message about the engine's configuration is its refusal of a flag
+    config = [
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+        "  Value error, User-specified max_model_len (131072) is greater than the derived max_model_len"
+        " (max_position_embeddings=32768.0 or model_max_length=None in model's config.json). [type=value_error,"
+        " input_value=ArgsKwargs((), {'model': ...}), input_type=ArgsKwargs]",
+    ]
+    root = triage_files({"logs/n1_agg_w0.out": config}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("engine-bad-argument", 2)
