@@ -828,7 +828,7 @@ class Matcher:
 
     def _scan(self, prepared: _Prepared, *, first_only: bool) -> list[Finding]:
         text = prepared.text
-        if self._quiet(text, len(text)):
+        if self.quiet(text):
             return []
         chosen = set(self._unkeyed_indices)
         if prepared.keyed and self._keywords_held is not None:
