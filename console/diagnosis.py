@@ -73,6 +73,8 @@ _GPU_IDS: Final = ("gpu-", "cuda-", "rocm-")
 # Findings of one file this close to a root line (in lines and in seconds) are the same failure.
 SAME_FAILURE_LINES: Final[int] = 60
 SAME_FAILURE_S: Final[float] = 5.0
+# How far below a report that introduces a traceback its exception may be (frames of a deep stack).
+_TRACEBACK_LINES: Final[int] = 400
 
 
 @dataclass(frozen=True)
@@ -626,7 +628,11 @@ def _root(groups: list[FindingGroup], survived: Callable[[FindingGroup], bool]) 
     ]
     reports = [g for g in groups if g.first.wrapper and g.first.severity == "error"]
     fatal = [g for g in groups if g.first.wrapper and g.first.severity == "fatal"]
-    fatal_reports = [_reported_above(g, reports) for g in fatal if not _said_below(g, fatal)]
+    fatal_reports = [
+        _reported_above(g, reports)
+        for g in fatal
+        if not _said_below(g, fatal) and _reports_below(g, unrecognised) is None
+    ]
     firsts = [_earliest(kind) for kind in (unrecognised, fatal_reports) if kind]
     if firsts:
         clock = _clock([g.first for g in firsts])
@@ -661,6 +667,35 @@ def _said_below(report: FindingGroup, reports: list[FindingGroup]) -> bool:
         for g in reports
         if g.id != first.id
     )
+
+
+def _reports_below(report: FindingGroup, unrecognised: list[FindingGroup]) -> FindingGroup | None:
+    """The uncaught exception that a fatal ``report`` introduces, if it does: SGLang's `Scheduler hit
+    an exception: Traceback ...` and `Exception in ModelTpServer:`, vLLM's `WorkerProc hit an
+    exception.` (its process's next lines), Ray's `RayTaskError(ValueError): ray::...` are followed by
+    the traceback of what they report; when it ends in an exception no signature knows, that
+    exception is the cause (the report only came first)."""
+    first = report.first
+    text = first.text.rstrip()
+    opens = "Traceback (most recent call last)" in text or text.endswith(":")
+    below = [
+        g
+        for g in unrecognised
+        if "exception" in g.first.finding.captures
+        and g.first.file == first.file
+        and g.first.quoted == first.quoted
+        and 0 < g.first.line_no - first.line_no <= _TRACEBACK_LINES
+    ]
+    if not below:
+        return None
+    nearest = min(below, key=lambda g: g.first.line_no)
+    # (or a report that says only that, and its process goes on with the traceback: vLLM's
+    # `WorkerProc hit an exception.`; not its dump of the engine's state before its own error)
+    pid = first.finding.captures.get("pid")
+    said = text.endswith(".") and pid is not None and nearest.first.finding.captures.get("pid") == pid
+    if opens or said:
+        return nearest
+    return nearest if f"({nearest.first.finding.captures['exception']})" in text else None
 
 
 def _earliest(tier: list[FindingGroup]) -> FindingGroup:

@@ -14,7 +14,8 @@ name like `ValueError`; an error code's `Error`/`FAILED` counts), that is no lin
 dump, no retry and no warning (the catalog's ``warning_lines``, checked by the matcher) is looked at,
 the benign class starts ahead (:data:`BENIGN_HEAD_START`), a signature is named only by a
 clear margin over the runner-up (:data:`MARGIN`) and with a word of what the line is about on
-its side (not only the words that say it failed), and only when the single known line nearest
+its side (not only the words that say it failed; in two of its known lines at least, short of a
+clear win: :data:`SURE`), and only when the single known line nearest
 to it (idf-weighted cosine of their words) is not a benign one (pooled words can outvote one
 benign line that says the very same).
 The figures were chosen on held-out real lines (benchmarks/bench_recall.py prints what the
@@ -89,6 +90,10 @@ prefilter passes them), but for a `fault` that follows no space (`(fault`, a lin
 MARGIN: Final = 2.0
 """Log-odds by which the best signature must beat the runner-up (a signature or benign)."""
 
+SURE: Final = 3.0
+"""Below this margin, two known lines of the winner at least must share a word of what the line is
+about with it: one alone (a safetensors header's `invalid UTF-8`) is an anecdote, not a family."""
+
 BENIGN_HEAD_START: Final = 6.0
 """Log-odds added to the benign class: a healthy run's alarming line stays quiet unless its
 words clearly belong to a failure."""
@@ -103,6 +108,13 @@ _CODE_WORDS: Final = frozenset(("error", "errors", "err", "fail", "failed", "fai
 _SAYING: Final = FAILURE_WORDS | _CODE_WORDS | frozenset((
     "valueerror", "value", "runtimeerror", "runtime", "typeerror", "type", "assertionerror", "assertion",
     "return", "code", "status",
+    # (`timed out`; and the words of Python's own messages on any object: `'NoneType' object has no
+    # attribute ...`, `got an unexpected keyword argument`)
+    "out", "nonetype", "object", "attribute", "argument",
+    # (the builtin exceptions that say what was raised, not what failed; `TimeoutError: timed out`
+    # of a request is no rendezvous)
+    "keyerror", "attributeerror", "indexerror", "nameerror", "lookuperror", "recursionerror",
+    "notimplementederror", "unicodedecodeerror", "unicodeencodeerror", "timeouterror",
 ))  # fmt: skip
 _PLAIN = re.compile(r"(?<![\w])[A-Za-z]+(?![\w])")  # a word, not a part of a name (`rpc_kill_job`)
 _PATH = re.compile(r"[^\s'\"(),;=]*/[^\s'\"(),;]*")
@@ -140,6 +152,11 @@ _COMMENT: Final = re.compile(r"(?:^|[\]|])\s{0,12}# (?=[A-Za-z])")
 # A line that says it retries is on the way to a failure, not one: the give-up line that may
 # follow is the failure (`ERROR failed to connect, willRetry=1, retry=1, retryLimit=3`).
 _RETRY = re.compile(r"(?i)\bretrying\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
+# ... and one that says it looks for failures (a harness: `Checking for RuntimeError and critical
+# errors in server logs`) reports none.
+_LOOKING = re.compile(
+    r"(?i)\b(?:check(?:ing|s)?|look(?:ing|s)?|scan(?:ning|s)?|search(?:ing|es)?|grep(?:ping|s)?) for\b"
+)
 
 
 # A process that ended with code 0 succeeded (`Benchmark finished with exit code 0`): that `exit`
@@ -245,7 +262,7 @@ class Resemblance:
         """The signature the line reads like, or None (benign, unclear, or no failure word)."""
         # The head of a long line says what it is, and bounds the cost of a hostile one.
         head = text[:_MAX_CHARS]
-        if says_retry(head):  # (before numbers are masked: `willRetry=1`)
+        if says_retry(head) or _LOOKING.search(head) is not None:  # (before numbers are masked: `willRetry=1`)
             return None
         return self._cached(_DIGITS.sub("0", _SUCCESS_EXIT.sub(" ", head)))
 
@@ -277,10 +294,18 @@ class Resemblance:
             return None
         # What the line is about must favour the winner too, not only how it says it failed
         # (`failed to submit load req=...` of a KV offload is no rejected Slurm job).
-        if self._benign >= 0 and not any(
-            self._seen[w][best] > self._seen[w][self._benign] for w in found if w not in _SAYING
-        ):
+        about = [w for w in found if w not in _SAYING]
+        if self._benign >= 0:
+            about = [w for w in about if self._seen[w][best] > self._seen[w][self._benign]]
+        if not about:
             return None
+        # ... and, but for a clear win, in more than one known line of it (see SURE).
+        if margin < SURE:
+            # (a path's folders say where, not what: `/usr/bin/python3`)
+            unpathed = set(words(without_paths(text)))
+            about = [w for w in about if w in unpathed]
+            if len({i for w in about for i in self._holding[w] if self._labels[i] == self._classes[best]}) < 2:
+                return None
         # The words that favour the winner most over the runner-up: what the operator is shown.
         weigh = sorted(found, key=lambda w: self._seen[w][best] - self._seen[w][second], reverse=True)
         return Guess(self._classes[best], round(margin, 1), tuple(weigh[:3]))

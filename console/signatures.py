@@ -867,8 +867,9 @@ class Matcher:
         """The most specific signature with a family word in the line, when it is an
         error-level one (one of the catalog's ``error_lines``, none of its ``warning_lines``)
         that does not say it will try again."""
-        # (a family word only in a path names nothing: `.../v0.5.3-rocm700-mi35x/...`)
-        held = self._family_words_held.held(without_paths(prepared.low))
+        # (a family word only in a path names nothing: `.../v0.5.3-rocm700-mi35x/...`; nor one in
+        # a field's name, as a dump of values has them: `SchedulerStats(..., cudagraph_stats=None)`)
+        held = self._family_words_held.held(_FIELD_NAME_RE.sub(" ", without_paths(prepared.low)))
         if not held:
             return None
         best, word = min((self._families[w][0], w) for w in held)
@@ -1015,6 +1016,9 @@ def _shifted(f: Finding, offset: int) -> Finding:
     return replace(f, span=(f.span[0] + offset, f.span[1] + offset))
 
 
+_FIELD_NAME_RE: Final = re.compile(r"[\w.]{1,80}=(?!=)")
+
+
 class _Words:
     """Which of some lowercase words a lowercased text holds, found in one pass: the longest
     word starting at each position, plus the words it contains."""
@@ -1149,6 +1153,11 @@ _MAX_FRAMES: Final[int] = 400
 # What an uncaught exception's last line looks like: a (dotted) class name, then its message.
 _UNCAUGHT_RE: Final = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}(?:\([\w.]{1,80}\))?)(?::\s|:?\s*$)"
+)
+# ... and what it must look like to end a traceback whose header the log does not hold (an
+# excerpt, or a line of another process cut it in two): an exception class's name, nothing looser.
+_HEADLESS_UNCAUGHT_RE: Final = re.compile(
+    r"^(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception|Fault)(?::\s|\s*$)"
 )
 # How processes are stopped, not how they fail; and a watcher's word that a process it watched has
 # ended (psutil's, in SGLang's CPU monitor thread when the server is stopped): that end is told elsewhere.
@@ -1301,12 +1310,12 @@ class MatchStream:
         if tb.ignored and finding is not None and finding.family:
             finding = None  # only a cause a regex knows counts in what Python ignored
         uncaught = self._matcher.uncaught_signature
-        # (without the header, what follows the frames may be any line: only a known one counts)
+        # (without the header, what follows the frames may be any line: only an exception's counts)
         if (
             finding is None
             and uncaught is not None
             and tb.cause is None
-            and not tb.headless
+            and (not tb.headless or _HEADLESS_UNCAUGHT_RE.match(body.strip()) is not None)
             and not tb.ignored
             and not self._matcher.quiet(line)  # (a request the server refused as invalid)
         ):

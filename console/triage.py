@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO, Final
 
@@ -376,6 +377,21 @@ class _Recent:
             self._count -= size
 
 
+# A script saying it stops a process (`[online] Shutting down server (PID 51)...`, `Killing server
+# 4211`): bash's `line 504:    51 Killed   python3 -m sglang.launch_server ...` just below is that stop
+# carried out, not the kernel's OOM killer.
+_KILL_ANNOUNCED = (
+    r"(?i)\b(?:shutting down|stopping|killing|kill(?: -9| -KILL| -TERM)?|terminating)\b[^\n]{{0,80}}?\b{pid}\b"
+)
+_ANNOUNCED_WITHIN: Final[int] = 5
+
+
+def _announced_kill(pid: str, recent: _Recent) -> bool:
+    """Whether one of the last lines of the file announced stopping process ``pid``."""
+    pattern = re.compile(_KILL_ANNOUNCED.format(pid=re.escape(pid)))
+    return any(pattern.search(line) is not None for line in islice(recent.latest(), _ANNOUNCED_WITHIN))
+
+
 @dataclass
 class _FileTriage:
     lines: int = 0
@@ -606,6 +622,8 @@ class Triage:
         # The raw line is matched (both ends of a long line, every segment of a redrawn
         # one); the clean text is what is shown.
         finding = state.stream.match(raw) if raw else None
+        if finding is not None and "pid" in finding.captures and _announced_kill(finding.captures["pid"], state.recent):
+            finding = None  # the log's own script stopping what it started (`Shutting down server (PID 51)...`)
         novel = self.matcher.novel_signature
         if finding is None and novel is not None and not quoted and is_error_level(text):
             finding = self._novel_finding(text, novel)

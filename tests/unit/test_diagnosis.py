@@ -785,6 +785,49 @@ def test_an_uncaught_cpp_exception_dies_of_the_report_its_what_holds() -> None:
     assert root is not None and (root.id, root.first.line_no) == ("process-crash-signal", 2)
 
 
+def test_a_report_that_opens_a_traceback_dies_of_the_exception_that_ends_it() -> None:
+    # SGLang's `Scheduler hit an exception: Traceback ...` (and its older `Exception in
+    # ModelTpServer:`, Ray's `RayTaskError(ValueError): ...`) is written first, but reports the
+    # exception its traceback ends in: when no signature knows that one, it is the cause.
+    name = "logs/n1_prefill_w0.out"
+    frames = ['  File "/sgl/srt/managers/scheduler.py", line 2732, in run_scheduler_process', "    scheduler.run()"]
+    for report in (
+        "[2025-11-13 16:17:31 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        "Exception in ModelTpServer:",
+    ):
+        head = [report] if "Traceback" in report else [report, "Traceback (most recent call last):"]
+        lines = ["x", *head, *frames, "AttributeError: 'DeepseekV2MoE' object has no attribute 'experts_shared'"]
+        root = triage_files({name: lines}).diagnose("FAILED").root_cause
+        assert root is not None and (root.id, root.first.line_no) == ("unrecognised-exception", len(lines)), report
+    # A report that opens no traceback stays the earliest word of the failure.
+    lines = [
+        "x",
+        "[2025-11-13 16:17:31 TP0] Scheduler hit an exception.",
+        "y",
+        "Traceback (most recent call last):",
+        *frames,
+        "KeyError: 'a'",
+    ]
+    root = triage_files({name: lines}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("sglang-scheduler-exception", 2)
+
+
+def test_a_kill_the_script_announced_is_its_stop_not_the_oom_killer() -> None:
+    # SGLang's AMD nightly script stops the server it started once its benchmark is done, and bash
+    # reports the job it killed (michael-amd/sglang-ci: cron_log/mi30x/20251207/grok2_nightly_online.log).
+    killed = (
+        "/mnt/raid/ci/grok_perf_online_csv.sh: line 504:    51 Killed                  env SGLANG_USE_AITER=1"
+        " python3 -m sglang.launch_server --model /data/grok-2"
+    )
+    name = "logs/n1_agg_w0.out"
+    done = ["Client benchmark completed in 1668 seconds", "[online] Shutting down server (PID 51)...", killed]
+    assert triage_files({name: done}).findings == []
+    # Unannounced (or another process announced), the same kill is the OOM killer's.
+    for lines in (["Client benchmark running", killed], ["[online] Shutting down server (PID 52)...", killed]):
+        root = triage_files({name: lines}).diagnose("FAILED").root_cause
+        assert root is not None and (root.id, root.first.line_no) == ("host-oom-kill", 2)
+
+
 def test_a_graph_capture_that_met_a_missing_kernel_is_the_kernels_failure() -> None:
     # SGLang captured CUDA graphs on a T4 with FlashInfer built without its kernels
     # (sgl-project/sglang#1058): the capture is only where the first kernel was launched.

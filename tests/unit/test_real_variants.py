@@ -224,6 +224,27 @@ def test_traceback_pasted_without_indentation_or_header_keeps_its_source_lines_q
     # after a stack that `traceback.print_stack()` wrote is not taken for an uncaught exception.
     printed = ['  File "/app/server.py", line 12, in serve', "    run()", "Started: server process [12]"]
     assert feed(matcher, "\n".join(printed)) == []
+    # ... but an exception class's line ends it as it would end a traceback: an excerpt that starts
+    # inside one (sgl-project/sglang#4779), or one that another process's line cut in two
+    # (`Process SpawnProcess-1:` of Python's multiprocessing, vllm-project/vllm#12899).
+    excerpt = [
+        '  File "/usr/lib/python3.10/site-packages/psutil/_common.py", line 802, in cat',
+        "    with _open(fname) as f:",
+    ]
+    recursion = "RecursionError: maximum recursion depth exceeded while calling a Python object"
+    assert [(no, sig) for no, sig, _ in feed(matcher, "\n".join([*excerpt, recursion]))] == [
+        (3, "unrecognised-exception")
+    ]
+    cut = [
+        "Traceback (most recent call last):",
+        '  File "/vllm/worker/model_runner.py", line 1112, in load_model',
+        "    self.model = get_model(vllm_config=self.vllm_config)",
+        "Process SpawnProcess-1:",
+        '  File "/vllm/distributed/parallel_state.py", line 749, in get_tp_group',
+        '    assert _TP is not None, ("tensor model parallel group is not initialized")',
+        "AssertionError: tensor model parallel group is not initialized",
+    ]
+    assert [(no, sig) for no, sig, _ in feed(matcher, "\n".join(cut))] == [(7, "unrecognised-exception")]
 
 
 def test_prefixed_traceback_is_followed_per_process(matcher: Matcher) -> None:
