@@ -155,7 +155,7 @@ _RETRY = re.compile(r"(?i)\bretrying\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetr
 # ... and one that says it looks for failures (a harness: `Checking for RuntimeError and critical
 # errors in server logs`) reports none.
 _LOOKING = re.compile(
-    r"(?i)\b(?:check(?:ing|s)?|look(?:ing|s)?|scan(?:ning|s)?|search(?:ing|es)?|grep(?:ping|s)?) for\b"
+    r"(?i)\b(?:checking|looking|scanning|searching|grepping) for\b"  # (not a `health check for X failed`)
 )
 
 

@@ -1322,7 +1322,9 @@ class MatchStream:
             # An exception nothing knows, with no known cause earlier in its chain.
             text = body.strip()
             exception = _UNCAUGHT_RE.match(text)
-            if exception is not None and _STOPPED_RE.match(text) is None:
+            # (an exception that only carries another, Ray's `RayTaskError(ValueError): ray::f() ...`, is
+            # followed by the traceback of the one it carries: that one ends it)
+            if exception is not None and _STOPPED_RE.match(text) is None and "(" not in exception.group("type"):
                 captures = {"exception": exception.group("type"), **self._matcher.context_of(line[:start])}
                 finding = self._matcher.framed_finding(uncaught, line, start + len(body) - len(body.lstrip()), captures)
         if finding is not None:

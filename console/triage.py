@@ -386,10 +386,14 @@ _KILL_ANNOUNCED = (
 _ANNOUNCED_WITHIN: Final[int] = 5
 
 
-def _announced_kill(pid: str, recent: _Recent) -> bool:
-    """Whether one of the last lines of the file announced stopping process ``pid``."""
+def _killed_as_announced(line: str, finding: Finding, recent: _Recent) -> bool:
+    """Whether ``finding`` reports a kill (its matched text says `Killed`) of a process that one of
+    the last lines of the file announced stopping."""
+    pid = finding.captures.get("pid")
+    if pid is None or "kill" not in line[finding.span[0] : finding.span[1]].lower():
+        return False
     pattern = re.compile(_KILL_ANNOUNCED.format(pid=re.escape(pid)))
-    return any(pattern.search(line) is not None for line in islice(recent.latest(), _ANNOUNCED_WITHIN))
+    return any(pattern.search(text) is not None for text in islice(recent.latest(), _ANNOUNCED_WITHIN))
 
 
 @dataclass
@@ -622,7 +626,7 @@ class Triage:
         # The raw line is matched (both ends of a long line, every segment of a redrawn
         # one); the clean text is what is shown.
         finding = state.stream.match(raw) if raw else None
-        if finding is not None and "pid" in finding.captures and _announced_kill(finding.captures["pid"], state.recent):
+        if finding is not None and _killed_as_announced(raw, finding, state.recent):
             finding = None  # the log's own script stopping what it started (`Shutting down server (PID 51)...`)
         novel = self.matcher.novel_signature
         if finding is None and novel is not None and not quoted and is_error_level(text):
