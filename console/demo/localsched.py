@@ -574,13 +574,14 @@ def run_job(state_dir: Path, job_id: str, *, tick: float = 0.05) -> int:
     verdict: str | None = None
     reason: str | None = None
     kill_at: float | None = None
+    began = time.monotonic()  # deadlines on the monotonic clock: a clock step must not kill early
     while proc.poll() is None:
-        now = time.time()
+        now = time.monotonic()
         if verdict is None:
             if cancel_path(state_dir, job_id).exists():
                 verdict, reason = JobState.CANCELLED.value, _cancel_reason(state_dir, job_id)
                 tail = ""
-            elif isinstance(limit, (int, float)) and now - started >= limit:
+            elif isinstance(limit, (int, float)) and now - began >= limit:
                 verdict, reason = JobState.TIMEOUT.value, "TimeLimit"
                 tail = " DUE TO TIME LIMIT"
             if verdict is not None:

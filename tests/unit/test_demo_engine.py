@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ import yaml
 
 from console.demo import engine
 from console.demo.bundle import engine_name, engine_script, engine_sources, engine_zipapp
+from console.demo.engine.util import StopFlag
 from console.demo.localsched import LocalScheduler
 from console.demo.sbatch import render_batch_script, sweep_log_path, write_arm_config
 from console.model import Arm
@@ -31,8 +33,7 @@ DEMO = RECIPES / "demo"
 SPEED = 20.0  # demo seconds per real second
 DEADLINE_S = 45.0
 # Between SIGTERM and SIGKILL, as Slurm's default KillWait. The engine ends within milliseconds of
-# SIGTERM, so this costs nothing; a 3 s grace was too short once a loaded CI machine stalled the
-# orchestrator, which was killed before it wrote its cleanup lines.
+# SIGTERM, so this costs nothing.
 KILL_WAIT_S = 30.0
 PYTHON36 = Path(os.path.expanduser("~/.pyenv/versions/3.6.15/bin/python3"))
 
@@ -386,6 +387,23 @@ async def test_cancel_stops_the_engine_with_srtctl_cleanup(tmp_path: Path) -> No
 
 
 # --------------------------------------------------------------------------- the engine on its own
+
+
+def test_a_stop_signalled_mid_wait_ends_the_wait() -> None:
+    # The engine's stop request is set from SIGTERM's handler, which runs on the main thread in
+    # the middle of whatever it was doing, a wait on the same flag included. A threading.Event
+    # hung there now and then (its set() waits for a lock the interrupted wait holds).
+    flag = StopFlag()
+    previous = signal.signal(signal.SIGALRM, lambda *_: flag.set())
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        assert flag.wait(30.0)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert flag.is_set()
+    assert flag.wait(0)
+    assert not StopFlag().wait(0.01)
 
 
 def test_missing_pyzmq_is_a_clear_failure(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess  # noqa: F401 - named in type comments (Python 3.6 keeps them there)
 import sys
-import threading
 import time
 
 from .commands import bootstrap_ports, system_ports
@@ -16,6 +15,7 @@ from .plan import Segment, job_nodes, load_plan, place  # noqa: F401 - Segment: 
 from .records import lockfile_text
 from .util import (
     LineLog,  # noqa: F401 - named in type comments
+    StopFlag,
     stamp,
     write_atomic,
 )
@@ -52,7 +52,7 @@ class Steps:
         self.sys_ports = system_ports(self.segments)
         self.bootstraps = bootstrap_ports(self.segments)
         self.control = Control(control_dir(args.plan, self.job_id))
-        self.stop_event = threading.Event()
+        self.stop_event = StopFlag()
         self.signal_name = None  # type: str | None
         self.procs = []  # type: list[subprocess.Popen[bytes]]
         self.bench_log = None  # type: LineLog | None

@@ -29,6 +29,35 @@ def clock() -> str:
     return time.strftime("%H:%M:%S")
 
 
+class StopFlag:
+    """A stop request set from a signal handler and polled by the steps.
+
+    Not a ``threading.Event``: its ``set()`` takes a lock that the interrupted main thread may
+    be holding inside ``wait()``, and the handler then waits on it for ever (the process hangs
+    until SIGKILL, its cleanup unwritten). A plain attribute needs no lock.
+    """
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float) -> bool:
+        """Whether it is set, waiting up to ``timeout`` seconds for it (in short sleeps: a
+        handler that runs mid-sleep does not shorten the sleep)."""
+        end = time.monotonic() + timeout
+        while not self._set:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(left, 0.01))
+        return self._set
+
+
 def as_int(value: "object", default: int) -> int:
     if isinstance(value, bool):
         return default

@@ -20,6 +20,7 @@ from .util import (
     ZMQ_PORT_BASE,
     ZMQ_PORT_SPAN,
     LineLog,
+    StopFlag,
     as_int,
     clock,
     stamp,
@@ -461,7 +462,7 @@ class NodeTask:
         self.attempt = args.attempt
         self.speed = args.speed
         self.control = Control(args.control)
-        self.stop_event = threading.Event()
+        self.stop_event = StopFlag()
         self.nodes = [n for n in args.nodes.split(",") if n]
         procid = as_int(os.environ.get("SLURM_PROCID"), args.procid)
         here = os.environ.get("SLURMD_NODENAME") or args.node
