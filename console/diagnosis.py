@@ -629,9 +629,7 @@ def _root(groups: list[FindingGroup], survived: Callable[[FindingGroup], bool]) 
     reports = [g for g in groups if g.first.wrapper and g.first.severity == "error"]
     fatal = [g for g in groups if g.first.wrapper and g.first.severity == "fatal"]
     fatal_reports = [
-        _reported_above(g, reports)
-        for g in fatal
-        if not _said_below(g, fatal) and _reports_below(g, unrecognised) is None
+        _reported_above(g, reports) for g in fatal if not _said_below(g, fatal) and not _reports_below(g, unrecognised)
     ]
     firsts = [_earliest(kind) for kind in (unrecognised, fatal_reports) if kind]
     if firsts:
@@ -669,8 +667,8 @@ def _said_below(report: FindingGroup, reports: list[FindingGroup]) -> bool:
     )
 
 
-def _reports_below(report: FindingGroup, unrecognised: list[FindingGroup]) -> FindingGroup | None:
-    """The uncaught exception that a fatal ``report`` introduces, if it does: SGLang's `Scheduler hit
+def _reports_below(report: FindingGroup, unrecognised: list[FindingGroup]) -> bool:
+    """Whether a fatal ``report`` introduces an uncaught exception below it: SGLang's `Scheduler hit
     an exception: Traceback ...` and `Exception in ModelTpServer:`, vLLM's `WorkerProc hit an
     exception.` (its process's next lines), Ray's `RayTaskError(ValueError): ray::...` are followed by
     the traceback of what they report; when it ends in an exception no signature knows, that
@@ -687,15 +685,13 @@ def _reports_below(report: FindingGroup, unrecognised: list[FindingGroup]) -> Fi
         and 0 < g.first.line_no - first.line_no <= _TRACEBACK_LINES
     ]
     if not below:
-        return None
+        return False
     nearest = min(below, key=lambda g: g.first.line_no)
     # (or a report that says only that, and its process goes on with the traceback: vLLM's
     # `WorkerProc hit an exception.`; not its dump of the engine's state before its own error)
     pid = first.finding.captures.get("pid")
     said = text.endswith(".") and pid is not None and nearest.first.finding.captures.get("pid") == pid
-    if opens or said:
-        return nearest
-    return nearest if f"({nearest.first.finding.captures['exception']})" in text else None
+    return opens or said or f"({nearest.first.finding.captures['exception']})" in text
 
 
 def _earliest(tier: list[FindingGroup]) -> FindingGroup:

@@ -380,7 +380,7 @@ class _Recent:
 # A script saying it stops a process (`[online] Shutting down server (PID 51)...`, `Killing server
 # 4211`): bash's `line 504:    51 Killed   python3 -m sglang.launch_server ...` just below is that stop
 # carried out, not the kernel's OOM killer.
-_KILL_ANNOUNCED = (
+_KILL_ANNOUNCED: Final[str] = (
     r"(?i)\b(?:shutting down|stopping|killing|kill(?: -9| -KILL| -TERM)?|terminating)\b[^\n]{{0,80}}?\b{pid}\b"
 )
 _ANNOUNCED_WITHIN: Final[int] = 5
