@@ -40,6 +40,7 @@ __all__ = [
     "FAILURE_WORDS",
     "Guess",
     "Resemblance",
+    "says_code_bug",
     "says_retry",
     "without_paths",
     "words",
@@ -110,7 +111,9 @@ _SAYING: Final = FAILURE_WORDS | _CODE_WORDS | frozenset((
     "return", "code", "status",
     # (`timed out`; and the words of Python's own messages on any object: `'NoneType' object has no
     # attribute ...`, `got an unexpected keyword argument`)
-    "out", "nonetype", "object", "attribute", "argument",
+    "out", "nonetype", "object", "attribute", "argument", "operand",
+    # (the types such messages name: `unsupported operand type(s) for *: 'NoneType' and 'int'`)
+    "int", "str", "float", "bool", "list", "dict", "tuple",
     # (the builtin exceptions that say what was raised, not what failed; `TimeoutError: timed out`
     # of a request is no rendezvous)
     "keyerror", "attributeerror", "indexerror", "nameerror", "lookuperror", "recursionerror",
@@ -149,6 +152,14 @@ _STACK: Final = re.compile(
 # A comment of source code that a log prints (inductor's generated Triton kernels at E level:
 # `[22/4]     # Cast ... to int64 to avoid int32 overflow`) tells of no failure whatever its words.
 _COMMENT: Final = re.compile(r"(?:^|[\]|])\s{0,12}# (?=[A-Za-z])")
+# Python telling of a bug in code (`'_CudaDeviceProperties' object has no attribute 'total_mem'`):
+# its words name the code's objects, not what failed, so they resemble nothing. (A signature that
+# owns such a message says so in a pattern: `Capture cuda graph failed: TypeError: ...`.)
+_CODE_BUG: Final = re.compile(
+    r"\bobject has no attribute\b|\bobject is not (?:callable|subscriptable|iterable)\b"
+    r"|\bgot an unexpected keyword argument\b|\btakes \d{1,3} positional arguments? but\b"
+    r"|\bmissing \d{1,3} required (?:positional|keyword-only) arguments?\b|\bunsupported operand type"
+)
 # A line that says it retries is on the way to a failure, not one: the give-up line that may
 # follow is the failure (`ERROR failed to connect, willRetry=1, retry=1, retryLimit=3`).
 _RETRY = re.compile(r"(?i)\bretrying\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
@@ -175,6 +186,12 @@ _SETTING = re.compile(r"(?i)\btime-?out\s?[:=]\s?\d")
 def says_retry(text: str) -> bool:
     """Whether the line says it will try again (the matcher names no family in it either)."""
     return _RETRY.search(text) is not None
+
+
+def says_code_bug(text: str) -> bool:
+    """Whether the line is Python's report of a bug in code (the matcher names no family by the
+    words of its objects either: `'_CudaDeviceProperties' object has no attribute ...`)."""
+    return _CODE_BUG.search(text) is not None
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]+")
@@ -269,6 +286,8 @@ class Resemblance:
     def _classify(self, text: str) -> Guess | None:
         found = [w for w in dict.fromkeys(words(text)) if w in self._seen]
         if len(self._classes) < 2 or _STACK.search(text) is not None or _COMMENT.search(text) is not None:
+            return None
+        if says_code_bug(text):
             return None
         # The failure must be said: not by a level (`[ERROR]`: argparse's usage printed at
         # ERROR line by line is no failure), a builtin exception's name or a path

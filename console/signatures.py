@@ -41,7 +41,7 @@ import yaml
 
 from console.agent import literal_union, prefilter_sources
 from console.paths import asset
-from console.resemblance import BENIGN, FAILURE_KEYWORDS, Resemblance, says_retry, without_paths
+from console.resemblance import BENIGN, FAILURE_KEYWORDS, Resemblance, says_code_bug, says_retry, without_paths
 
 __all__ = [
     "CATEGORIES",
@@ -877,7 +877,7 @@ class Matcher:
         level = next((m for m in (p.search(text) for p in self._catalog.error_lines) if m is not None), None)
         if level is None or any(p.search(text) is not None for p in self._catalog.warning_lines):
             return None
-        if says_retry(text):  # (Ray's `..., so the task will be retried. Error: ...`)
+        if says_retry(text) or says_code_bug(text):  # (Ray's `..., so the task will be retried. Error: ...`)
             return None
         sig = self._ordered[best]
         if sig.exclude is not None and sig.exclude.search(text) is not None:
