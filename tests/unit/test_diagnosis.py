@@ -872,3 +872,19 @@ def test_a_request_refused_as_invalid_is_the_clients_error_and_a_bad_config_is_n
     ]
     root = triage_files({"logs/n1_agg_w0.out": config}).diagnose("FAILED").root_cause
     assert root is not None and (root.id, root.first.line_no) == ("engine-bad-argument", 2)
+
+
+def test_a_scheduler_that_is_dead_died_of_its_own_traceback_when_it_left_one() -> None:
+    # SGLang's launcher says a scheduler is gone; the scheduler's last lines above say why.
+    lines = [
+        "[01-28 04:18:08] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2871, in run_scheduler_process',
+        "NotImplementedError: Using `device_map` requires the `accelerate` library. Please install it using:"
+        " `pip install accelerate`.",
+        "[01-28 04:18:10] Rank 0 scheduler is dead. Please check if there are relevant logs.",
+    ]
+    root = triage_files({"logs/n1_agg_w0.out": lines}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("python-import-error", 3)
+    # without a traceback of its own it was killed: its death is all there is to name
+    root = triage_files({"logs/n1_agg_w0.out": lines[3:]}).diagnose("FAILED").root_cause
+    assert root is not None and (root.id, root.first.line_no) == ("sglang-scheduler-dead", 1)

@@ -85,6 +85,22 @@ def test_no_family_match_without_an_error_level_and_a_word(site: Matcher, line: 
     assert not any(f.family for f in site.match_all(line))
 
 
+def test_python_telling_of_a_bug_in_code_is_named_by_no_family_word() -> None:
+    # the words of a code object's name are no failure's family (`_CudaDeviceProperties`)
+    bug = "AttributeError: 'torch._C._CudaDeviceProperties' object has no attribute 'total_mem'."
+    finding = default_matcher().match_line(bug)
+    assert finding is None or finding.generic, finding
+    assert default_matcher().match_line("ValueError: CUDA device properties lost") is not None  # (a family word)
+    # ... nor does it resemble a signature's known lines (a CI script's own summary step)
+    summary = "Error generating summary: unsupported operand type(s) for *: 'NoneType' and 'int'"
+    finding = default_matcher().match_line(summary)
+    assert finding is None or finding.generic, finding
+    # ... while a pattern that owns such a message still names it
+    owned = "Exception: Capture cuda graph failed: TypeError: 'NoneType' object is not subscriptable"
+    finding = default_matcher().match_line(owned)
+    assert finding is not None and finding.signature_id == "cuda-graph-capture-failed"
+
+
 def test_a_regex_found_cause_wins_over_a_family_word(site: Matcher) -> None:
     finding = site.match_line("ERROR lustre: fabric manager is down")
     assert finding is not None
