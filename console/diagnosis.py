@@ -688,10 +688,24 @@ def _reports_below(report: FindingGroup, unrecognised: list[FindingGroup]) -> bo
         return False
     nearest = min(below, key=lambda g: g.first.line_no)
     # (or a report that says only that, and its process goes on with the traceback: vLLM's
-    # `WorkerProc hit an exception.`; not its dump of the engine's state before its own error)
+    # `WorkerProc hit an exception.`; or its dump of the engine's state before its fatal error,
+    # when the exception says more than its name: `RuntimeError: producer rejected selective
+    # pull plan ...`, not a bare `TimeoutError` of an engine that hung)
     pid = first.finding.captures.get("pid")
-    said = text.endswith(".") and pid is not None and nearest.first.finding.captures.get("pid") == pid
+    said = (
+        pid is not None
+        and nearest.first.finding.captures.get("pid") == pid
+        and (text.endswith(".") or _says_more(nearest.first))
+    )
     return opens or said or f"({nearest.first.finding.captures['exception']})" in text
+
+
+def _says_more(exception: Observation) -> bool:
+    """Whether an uncaught exception's line says more than the exception's name."""
+    name = exception.finding.captures["exception"]
+    text = exception.text
+    at = text.rfind(name)
+    return at >= 0 and bool(text[at + len(name) :].lstrip(":").strip())
 
 
 def _earliest(tier: list[FindingGroup]) -> FindingGroup:

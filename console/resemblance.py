@@ -160,9 +160,10 @@ _CODE_BUG: Final = re.compile(
     r"|\bgot an unexpected keyword argument\b|\btakes \d{1,3} positional arguments? but\b"
     r"|\bmissing \d{1,3} required (?:positional|keyword-only) arguments?\b|\bunsupported operand type"
 )
-# A line that says it retries is on the way to a failure, not one: the give-up line that may
-# follow is the failure (`ERROR failed to connect, willRetry=1, retry=1, retryLimit=3`).
-_RETRY = re.compile(r"(?i)\bretrying\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
+# A line that says it retries (or makes the thing anew: `... Recreating container...`) is on the
+# way to a failure, not one: the give-up line that may follow is the failure (`ERROR failed to
+# connect, willRetry=1, retry=1, retryLimit=3`).
+_RETRY = re.compile(r"(?i)\bretrying\b|\bre-?creating\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
 # ... and one that says it looks for failures (a harness: `Checking for RuntimeError and critical
 # errors in server logs`) reports none.
 _LOOKING = re.compile(
@@ -195,6 +196,10 @@ def says_code_bug(text: str) -> bool:
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]+")
+# Who wrote a line and from where, as vLLM prefixes every one (`(EngineCore pid=3931) ERROR ...
+# [core.py:1233]`): it says which process speaks, not what happened, and would make any line of
+# the engine's process read like the engine's failure to start.
+_WRITER = re.compile(r"\((?:\w{1,60} )?pid=\d{1,10}\)|\[[\w.\-]{1,80}\.py:\d{1,6}\]")
 # An id, a hash or an address in hex (`actor_id=844eebf05e31...`, `0x7ef91ede3e80`): its letters
 # are no words (`eebf`, `ede`), though they would read as some known line's.
 _HEX = re.compile(r"(?<![\w.-])(?:0[xX])?(?=[0-9a-fA-F]{0,64}\d)[0-9a-fA-F]{6,}(?![\w-])")
@@ -212,9 +217,9 @@ _STOP: Final = frozenset((
 def words(text: str) -> list[str]:
     """The line's words, lowercased: a CamelCase or snake_case name gives its parts and itself
     (``_kgspIsHeartbeatTimedOut`` names a heartbeat that timed out); numbers, hex and one
-    letters are left out."""
+    letters are left out, and so is where the line was written from (see _WRITER)."""
     out: list[str] = []
-    for word in _WORD.findall(_HEX.sub(" ", text)):
+    for word in _WORD.findall(_HEX.sub(" ", _WRITER.sub(" ", text))):
         parts = [p for p in _CAMEL.sub("_", word).split("_") if len(p) > 1]
         low = word.lower()
         if len(parts) > 1:

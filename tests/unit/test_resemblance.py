@@ -48,6 +48,13 @@ def test_words_split_names_and_leave_numbers_out() -> None:
     assert not any(w[0].isdigit() for w in got) and "the" not in words("the end")
 
 
+def test_words_leave_out_who_wrote_the_line_and_from_where() -> None:
+    # vLLM's prefix names the process and the source file, not what happened
+    got = words("(EngineCore pid=134011) ERROR 07-26 23:45:57 [core.py:1233] RuntimeError: producer rejected pull")
+    assert {"runtimeerror", "producer", "rejected", "pull"} <= set(got)
+    assert not {"enginecore", "engine", "core", "pid", "py"} & set(got)
+
+
 def _toy() -> Resemblance:
     return Resemblance(
         [
