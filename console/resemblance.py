@@ -284,15 +284,14 @@ class Resemblance:
         """The signature the line reads like, or None (benign, unclear, or no failure word)."""
         # The head of a long line says what it is, and bounds the cost of a hostile one.
         head = text[:_MAX_CHARS]
-        if says_retry(head) or _LOOKING.search(head) is not None:  # (before numbers are masked: `willRetry=1`)
+        # (before numbers are masked: `willRetry=1`)
+        if says_retry(head) or says_code_bug(head) or _LOOKING.search(head) is not None:
             return None
         return self._cached(_DIGITS.sub("0", _SUCCESS_EXIT.sub(" ", head)))
 
     def _classify(self, text: str) -> Guess | None:
         found = [w for w in dict.fromkeys(words(text)) if w in self._seen]
         if len(self._classes) < 2 or _STACK.search(text) is not None or _COMMENT.search(text) is not None:
-            return None
-        if says_code_bug(text):
             return None
         # The failure must be said: not by a level (`[ERROR]`: argparse's usage printed at
         # ERROR line by line is no failure), a builtin exception's name or a path
