@@ -102,8 +102,9 @@ class _TailMode:
                             await self.f._emit(event)
                 await asyncio.sleep(max(self.f.tail_poll_s, 1.0))
         finally:
-            for task in followers.values():
-                task.cancel()
+            # (awaited: each follower's `finally` closes its `tail`, which would outlive an
+            # event loop that ends before those cancellations are delivered)
+            await cancel_and_wait(followers.values())
 
     async def _follow(self, state: _WatchState, rel: str, fs: _StreamState) -> None:
         path = posixpath.join(state.dir, rel)

@@ -12,8 +12,9 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ from console.follow import (
 )
 from console.signatures import default_matcher
 from console.store import Store
-from console.transport.local import LocalTransport
+from console.transport.local import LocalProcess, LocalTransport
 
 DEADLINE_S = 20.0
 PYTHON36 = Path(os.path.expanduser("~/.pyenv/versions/3.6.15/bin/python3"))
@@ -714,6 +715,34 @@ async def test_tail_mode_follows_without_the_agent(tmp_path: Path) -> None:
         assert collector.lines("logs/sweep_12345.log") == [(2, "b"), (3, "c")]
         assert follower.mode == "tail"
         await collector.stop()
+
+
+class _Recording(LocalTransport):
+    """The machine's transport, keeping every process it started."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[LocalProcess] = []
+
+    async def start(self, argv: Sequence[str], **kwargs: Any) -> LocalProcess:
+        proc = await super().start(argv, **kwargs)
+        self.started.append(proc)
+        return proc
+
+
+async def test_tail_mode_ends_its_tails_when_the_follower_closes(tmp_path: Path) -> None:
+    directory = job_dir(tmp_path)
+    for name in ("sweep_12345.log", "node1_decode_w0.out"):
+        (directory / "logs" / name).write_bytes(b"x\n")
+    transport = _Recording()
+    async with Follower(transport, mode="tail", tail_poll_s=0.1) as follower:
+        collector = Collector(follower)
+        await follower.watch(str(directory))
+        await collector.until(lambda: len(collector.lines("logs/node1_decode_w0.out")) == 1, "line via tail")
+        await collector.until(lambda: len(collector.lines("logs/sweep_12345.log")) == 1, "line via tail")
+        await collector.stop()
+    tails = [proc for proc in transport.started if proc.argv[0] == "tail"]
+    assert len(tails) == 2 and all(proc.returncode is not None for proc in tails)
 
 
 async def test_explicit_tail_mode_never_starts_the_agent(tmp_path: Path) -> None:
