@@ -146,6 +146,12 @@ _STACK: Final = re.compile(
     r"|Exception raised from \S{1,200} at \S{1,300} \(most recent call first\)"
     r"|Traceback \(most recent call last\)"
     r'|(?:^|\s)File "[^"\n]{1,400}", line \d{1,7}, in '
+    # IPython's and Jupyter's frames: `File ~/.../sync.py:207, in SyncBackend.connect_tcp(...)` and the
+    # numbered source lines under it (`    203     socket.timeout: ConnectTimeout,`, `--> 124 ...`)
+    r"|(?:^|\s)File \S{1,400}:\d{1,7}, in \w"
+    r"|^(?:-{1,4}> ?|\s{4,10})\d{1,6} {1,12}\S"
+    # absl's and glog's symbolised frames (`@     0x4004ebf56848        464  absl::...FailureSignalHandler()`)
+    r"|(?:^|[\s:])@\s{1,8}0x[0-9a-fA-F]{4,}\s"
     r"|The above exception was the direct cause of the following exception"
     r"|During handling of the above exception, another exception occurred"
 )
@@ -230,6 +236,16 @@ def words(text: str) -> list[str]:
     return [w for w in out if len(w) > 1 and w not in _STOP]
 
 
+# A lowercase snake_case name (`fatal_by_judge`, `on_error`) is a field or a function of some
+# program, whose words say no failure; an error code is written in capitals somewhere
+# (`cudaErrorIllegalAddress`, `NIXL_ERR_BACKEND`), and a plain `err` is a word of a message.
+_FIELD = re.compile(r"(?<![\w.])[a-z][a-z\d]*(?:_[a-z\d]+)+(?![\w.])")
+
+
+def _code_words(text: str) -> list[str]:
+    return words(_FIELD.sub(" ", text))
+
+
 @dataclass(frozen=True)
 class Guess:
     """A signature named by resemblance: by how much it won, and the words that weighed most."""
@@ -300,7 +316,7 @@ class Resemblance:
         said = without_paths(_LEVEL.sub(" ", _GENERIC_EXCEPTION.sub(" ", _SETTING.sub(" ", text))))
         if (
             FAILURE_WORDS.isdisjoint(w.lower() for w in _PLAIN.findall(said))
-            and _CODE_WORDS.isdisjoint(words(said))
+            and _CODE_WORDS.isdisjoint(_code_words(said))
             and FAILURE_PHRASES.search(said) is None
         ):
             return None

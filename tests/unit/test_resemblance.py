@@ -148,6 +148,15 @@ def test_a_catalog_without_family_words_still_names_by_resemblance() -> None:
         # a comment of the Triton kernel source inductor prints at E level (michael-amd/sglang-ci's MI355X log)
         "[rank3]:E1103 11:06:59.661000 187 torch/_inductor/runtime/triton_heuristics.py:750] [22/4]     # Cast batch"
         " id and batch dimension strides to int64 to avoid int32 overflow during offset calculation",
+        # IPython's frame and the numbered source lines under it (vllm-project/vllm#15518)
+        "File ~/.conda/envs/vllm/lib/python3.12/site-packages/httpcore/_backends/sync.py:207, in"
+        " SyncBackend.connect_tcp(self, host, port, timeout, local_address, socket_options)",
+        "    203     socket.timeout: ConnectTimeout,",
+        # absl's symbolised frame under a SIGTERM Ray's worker caught at teardown
+        "0:     @     0x4004ebf56848        464  absl::lts_20230802::AbslFailureSignalHandler()",
+        # a program's fields in snake_case, whatever their words (`fatal_by_judge`): a reward log of a healthy run
+        "[2026-04-28 14:22:57] [plan_xml_reward_decoupled] call_counter=4 version=v2 cost_time=53.47s"
+        " rewards={-0.800:4, 1.000:4} stages={fatal_by_judge:4, scored:4} gate_reasons={} exceptions={}",
     ],
 )
 def test_warnings_and_stack_context_are_not_named_by_resemblance(line: str) -> None:
