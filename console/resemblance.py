@@ -65,9 +65,17 @@ FAILURE_WORDS: Final = frozenset((
 a word whose tail healthy lines hold (`broken`: `token`; `unexpected`: `connected`) is left out."""
 
 # Phrases that say a failure without a failure word: `... not found`, the phrases themselves,
-# `No decode workers available`. One list each, for the gate and for the prefilter's keywords.
+# `No decode workers available` (each phrase chosen by cross-validation on the corpus). One list
+# each, for the gate and for the prefilter's keywords.
 _NOT_WHAT: Final = ("found", "ready", "available", "accessible", "responding", "healthy", "recognized")
-_PHRASES: Final = ("no space left", "does not appear to have", "does not exist", "out of memory", "already in use")
+_PHRASES: Final = (
+    "no space left", "does not appear to have", "does not exist", "out of memory", "already in use",
+    # (a capability refused, a lease or credential run out, a peer gone, a check's status, a
+    # resource none of: `type fp8e4nv not supported in this architecture`, `Keep-alive lease
+    # expired`, `Connection closed by remote peer`, `non-zero status: 7`, `no available backends`)
+    "not supported", "does not support", "not compiled", "expired", "closed by peer", "closed by remote peer",
+    "non-zero status", "no available",
+)  # fmt: skip
 _NONE_OF: Final = ("worker", "server", "endpoint")
 
 FAILURE_PHRASES: Final = re.compile(
