@@ -809,13 +809,18 @@ class Matcher:
             return None
         prepared = _Prepared(line, text, low, segments, keyed)
         if keyed:
-            if text[:1] == "{":
-                decoded = _json_text(text)
-                if decoded is not None:
-                    return _Prepared(line, decoded, decoded.lower(), None, keyed, whole=True)
-            if _BARE_SGR_RE.search(text) is not None:
+            decoded = _json_text(text) if text[:1] == "{" else None
+            if decoded is not None:
+                prepared = _Prepared(line, decoded, decoded.lower(), None, keyed, whole=True)
+            elif _BARE_SGR_RE.search(text) is not None:
                 clean, segments = _strip_ansi(line.replace("\r", "\n"), _ANSI_OR_BARE_RE)
                 prepared = _Prepared(line, clean, clean.lower(), segments, keyed)
+            if self._keywords_held is not None:
+                prepared.held = self._keywords_held.held(prepared.low)
+            # The gates pass every line holding a keyword and some more (a keyword's tail:
+            # `disabled` for `unable`); a line holding none selects no signature.
+            if not prepared.held and not self._unkeyed:
+                return None
         return prepared
 
     def quiet(self, text: str) -> bool:
@@ -828,12 +833,9 @@ class Matcher:
 
     def _scan(self, prepared: _Prepared, *, first_only: bool) -> list[Finding]:
         text = prepared.text
-        if self.quiet(text):
-            return []
         chosen = set(self._unkeyed_indices)
-        if prepared.keyed and self._keywords_held is not None:
-            for keyword in self._keywords_held.held(prepared.low):
-                chosen.update(self._selects[keyword])
+        for keyword in prepared.held:
+            chosen.update(self._selects[keyword])
         findings: list[Finding] = []
         stop_below: int | None = None
         for index in sorted(chosen):
@@ -861,6 +863,9 @@ class Matcher:
                 if _SEVERITY_RANK[worst] < _SEVERITY_RANK[family.severity]:
                     family = replace(family, severity=worst)
                 findings.insert(0, family)
+        # (asked last: most lines that get this far name nothing, and a quiet line names nothing)
+        if findings and self.quiet(text):
+            return []
         return findings[:1] if first_only else findings
 
     def _family(self, prepared: _Prepared) -> Finding | None:
@@ -1044,6 +1049,7 @@ class _Prepared:
     segments: list[tuple[int, int]] | None
     keyed: bool
     whole: bool = False  # a decoded JSON message: spans cover the whole line
+    held: set[str] = field(default_factory=set)  # the prefilter's keywords in `low`
 
     def original_span(self, start: int, end: int) -> tuple[int, int]:
         if self.whole:
