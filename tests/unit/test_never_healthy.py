@@ -100,6 +100,24 @@ def test_an_exception_python_ignored_is_no_uncaught_exception(tag: str) -> None:
     assert [o.id for o in triage.findings] == ["gpu-illegal-memory-access"]
 
 
+@pytest.mark.parametrize("last", ["KeyboardInterrupt", "KeyboardInterrupt: terminated"])
+def test_a_process_stopped_by_a_signal_is_no_uncaught_exception(last: str) -> None:
+    # vLLM's API server turns SIGTERM into `KeyboardInterrupt("terminated")`: a stop, not a crash.
+    stopped = [
+        "Traceback (most recent call last):",
+        '  File "/venv/vllm/entrypoints/openai/api_server.py", line 1775, in signal_handler',
+        '    raise KeyboardInterrupt("terminated")',
+        last,
+    ]
+    triage = Triage()
+    triage.feed("logs/n1_agg_w0.out", stopped)
+    assert triage.findings == []
+    # an exception of another kind in its place is one
+    triage = Triage()
+    triage.feed("logs/n1_agg_w0.out", [*stopped[:-1], "RuntimeError: terminated"])
+    assert [o.line_no for o in triage.findings] == [4]
+
+
 def test_a_known_failure_with_its_wrappers_names_the_specific_cause_on_its_line() -> None:
     worker = [
         *UNKNOWN_EXCEPTION[:3],
