@@ -139,10 +139,12 @@ def without_paths(text: str) -> str:
 
 # A builtin exception's name says that something was raised, not what failed: `ValueError:
 # percentile of an empty sequence` is no failure of any signature, and its `Error` alone let
-# every config check an engine raises be named after the class holding most `ValueError`s.
+# every config check an engine raises be named after the class holding most `ValueError`s. So
+# does Ray's wrapper of a remote task's exception (`RayTaskError(RuntimeError): ray::TaskRunner.run()
+# (pid=..., actor_id=...)`): its traceback and the exception it carries follow.
 _GENERIC_EXCEPTION = re.compile(
     r"\b(?:Value|Runtime|Type|Key|Attribute|Index|Assertion|NotImplemented|Lookup|Name|Recursion"
-    r"|ZeroDivision|Arithmetic|Unicode(?:Decode|Encode)?)Error\b|\bException\b"
+    r"|ZeroDivision|Arithmetic|Unicode(?:Decode|Encode)?|Ray(?:Task|Actor))Error\b|\bException\b"
 )
 _LEVEL = re.compile(r"(?<![\w./-])(?:ERROR|FATAL|CRITICAL|ERR)(?![\w/-])|\[(?:error|fatal|crit)\]|level=\w+")
 # Lines of a stack dump are context, not a report, whatever their words (`checkTimeout`): a
