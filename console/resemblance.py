@@ -215,7 +215,10 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z_]+")
 # Who wrote a line and from where, as vLLM prefixes every one (`(EngineCore pid=3931) ERROR ...
 # [core.py:1233]`): it says which process speaks, not what happened, and would make any line of
 # the engine's process read like the engine's failure to start.
-_WRITER = re.compile(r"\((?:\w{1,60} )?pid=\d{1,10}\)|\[[\w.\-]{1,80}\.py:\d{1,6}\]")
+# (and Ascend's CANN, `[ERROR] 2025-08-14-13:42:44 (PID:5309, Device:-1, RankID:-1) ERR99999 ...`)
+_WRITER = re.compile(
+    r"\((?:\w{1,60} )?pid=\d{1,10}\)|\[[\w.\-]{1,80}\.py:\d{1,6}\]|\(PID:\d{1,10}, Device:-?\d{1,4}, RankID:-?\d{1,6}\)"
+)
 # An id, a hash or an address in hex (`actor_id=844eebf05e31...`, `0x7ef91ede3e80`): its letters
 # are no words (`eebf`, `ede`), though they would read as some known line's.
 _HEX = re.compile(r"(?<![\w.-])(?:0[xX])?(?=[0-9a-fA-F]{0,64}\d)[0-9a-fA-F]{6,}(?![\w-])")
