@@ -1166,8 +1166,8 @@ _HEADLESS_UNCAUGHT_RE: Final = re.compile(
     r"^(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}(?:Error|Exception|Fault)(?::\s|\s*$)"
 )
 # How processes are stopped, not how they fail (vLLM's server raises `KeyboardInterrupt: terminated`
-# on SIGTERM); and a watcher's word that a process it watched has
-# ended (psutil's, in SGLang's CPU monitor thread when the server is stopped): that end is told elsewhere.
+# on SIGTERM); and a watcher's word that a process it watched has ended (psutil's, in SGLang's CPU
+# monitor thread when the server is stopped): that end is told elsewhere.
 _STOPPED_RE: Final = re.compile(
     r"^(?:(?:KeyboardInterrupt(?:: \S[^\n]{0,200})?|GeneratorExit|(?:\w+\.)*CancelledError|SystemExit(?:: 0)?)\s*$"
     r"|psutil\.NoSuchProcess: process no longer exists\b)"
