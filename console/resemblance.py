@@ -180,6 +180,11 @@ _CODE_BUG: Final = re.compile(
 # way to a failure, not one: the give-up line that may follow is the failure (`ERROR failed to
 # connect, willRetry=1, retry=1, retryLimit=3`).
 _RETRY = re.compile(r"(?i)\bretrying\b|\bre-?creating\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
+# A wrapper that points at the error printed above it (torch_npu's `RuntimeError: The Inner error
+# is reported as above. The process exits for this inner error, and the current working operator
+# name is SelfAttentionOperation.`) says no failure of its own: its words are those of whatever
+# operator ran, and would read like the failure some known wrapper of it carried.
+_POINTS_ABOVE = re.compile(r"(?i)\berrors? (?:is |are |was )?reported (?:as |in the logs? )?above\b")
 # ... and one that says it looks for failures (a harness: `Checking for RuntimeError and critical
 # errors in server logs`) reports none.
 _LOOKING = re.compile(
@@ -314,7 +319,7 @@ class Resemblance:
         # The head of a long line says what it is, and bounds the cost of a hostile one.
         head = text[:_MAX_CHARS]
         # (before numbers are masked: `willRetry=1`)
-        if says_retry(head) or says_code_bug(head) or _LOOKING.search(head) is not None:
+        if says_retry(head) or says_code_bug(head) or _LOOKING.search(head) is not None or _POINTS_ABOVE.search(head):
             return None
         return self._cached(_DIGITS.sub("0", _SUCCESS_EXIT.sub(" ", head)))
 

@@ -1156,6 +1156,9 @@ _EXCEPTION_RE: Final = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]{0,120}?(?:Error|Exception|Exit|Interrupt|Warning|Fault))\b"
 )
 _MAX_FRAMES: Final[int] = 400
+# A traceback whose process prints nothing more for this many lines of the log is left (a log cut
+# inside it, a rank killed while it printed): otherwise every later line would count as its own.
+_STALE_LINES: Final[int] = 2000
 # What an uncaught exception's last line looks like: a (dotted) class name, then its message.
 _UNCAUGHT_RE: Final = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,80}(?:\([\w.]{1,80}\))?)(?::\s|:?\s*$)"
@@ -1211,6 +1214,7 @@ class _Traceback:
     headless: bool = False  # opened by a frame (the header was not in the log)
     ignored: bool = False  # under Python's `Exception ignored in: ...`: no uncaught exception
     after_frame: bool = False  # the previous line was a frame: this one may be its source
+    last: int = 0  # the stream's count of lines when this process last printed a line of it
 
 
 class MatchStream:
@@ -1236,7 +1240,15 @@ class MatchStream:
     @property
     def inside(self) -> bool:
         """Whether a traceback (or the chain it may go on with) is open: every line counts."""
+        if self._open:
+            self._leave_stale()
         return bool(self._open)
+
+    def _leave_stale(self) -> None:
+        """Leave the tracebacks whose process has printed nothing for :data:`_STALE_LINES` lines."""
+        oldest = self._lines - _STALE_LINES
+        if any(tb.last < oldest for tb in self._open.values()):
+            self._open = {tag: tb for tag, tb in self._open.items() if tb.last >= oldest}
 
     def match(self, line: str) -> Finding | None:
         """The finding of this line (None for a traceback's frames)."""
@@ -1245,12 +1257,16 @@ class MatchStream:
             ignored_body, _, ignored_tag = strip_prefixes(line)
             if _IGNORED_RE.match(ignored_body.strip()) is not None:
                 self._ignored[ignored_tag] = self._lines
+        if self._open:
+            self._leave_stale()
         if not self._open and TRACEBACK_OPENER not in line and FRAME_OPENER not in line:
             return self._matcher.match_line(line)
         body, start, tag = strip_prefixes(line)
         stripped = body.strip()
         indent = len(body) - len(body.lstrip())
         tb = self._open.get(tag)
+        if tb is not None:
+            tb.last = self._lines
         cause = None
         ignored = False
         if tb is not None:
@@ -1294,12 +1310,14 @@ class MatchStream:
             # process's interleaved line)
             said = self._ignored.pop(tag, None)
             ignored = ignored or (said is not None and self._lines - said <= 3)
-            self._open[tag] = _Traceback(indent=indent, cause=cause, ignored=ignored)
+            self._open[tag] = _Traceback(indent=indent, cause=cause, ignored=ignored, last=self._lines)
         elif _STACK_RE.search(stripped) is not None:
-            self._open[tag] = _Traceback(indent=indent, stack=True)
+            self._open[tag] = _Traceback(indent=indent, stack=True, last=self._lines)
         elif finding is None and (frame := _FRAME_FILE_RE.match(body)) is not None and ", in " in stripped:
             # A traceback whose header is not in the log (an excerpt, a rank's interleaved lines).
-            self._open[tag] = _Traceback(indent=indent, frames=[frame.group("path")], headless=True, after_frame=True)
+            self._open[tag] = _Traceback(
+                indent=indent, frames=[frame.group("path")], headless=True, after_frame=True, last=self._lines
+            )
             return None
         return finding
 
@@ -1349,6 +1367,7 @@ class MatchStream:
             waiting=True,
             cause=finding.signature_id if finding is not None else tb.cause,
             ignored=tb.ignored,
+            last=self._lines,
         )
         return finding
 

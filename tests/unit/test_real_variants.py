@@ -264,6 +264,25 @@ def test_prefixed_traceback_is_followed_per_process(matcher: Matcher) -> None:
     assert found[1][2]["process"] == "EngineCore_DP0"
 
 
+def test_a_traceback_whose_process_falls_silent_is_left(matcher: Matcher) -> None:
+    # A rank killed while it printed its traceback: the lines of the others are lines alone again
+    # (while one is open every line counts, and a scan reads every line).
+    p = "(Worker_TP3 pid=60003) ERROR 10-15 08:32:29 [multiproc_executor.py:12] "
+    other = "(Worker_TP1 pid=60001) INFO 10-15 08:32:30 [gpu_worker.py:12] step {}"
+    stream = matcher.stream()
+    stream.match(p + "Traceback (most recent call last):")
+    stream.match(p + '  File "/v/vllm/v1/worker/gpu_worker.py", line 12, in execute_model')
+    for n in range(300):
+        stream.match(other.format(n))
+    assert stream.inside  # a traceback of one rank between others' lines is still open ...
+    last = stream.match(p + "RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert last is not None and last.captures.get("exception") == "RuntimeError"
+    stream.match(p + "Traceback (most recent call last):")
+    for n in range(2100):
+        stream.match(other.format(n))
+    assert not stream.inside  # ... but not after thousands of lines without one of its own
+
+
 def test_cause_chain_links_each_exception_to_its_cause(matcher: Matcher) -> None:
     log = (DATA / "real-logs" / "deathstarbench-3-connection-refused.log").read_text(encoding="utf-8")
     log += "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:8080 ssl:default\n"

@@ -353,3 +353,35 @@ def test_a_timeout_given_as_a_setting_says_no_failure() -> None:
     assert matcher.match_all("[online] Waiting for server to be ready (timeout: 600s)...") == []
     found = matcher.match_line("[online] ERROR: Server failed to start within 600 seconds")
     assert found is not None and found.signature_id == "health-check-timeout"
+
+
+def test_a_wrapper_that_points_at_the_error_above_is_not_named_by_its_words() -> None:
+    # torch_npu's wrapper names the operator that ran; the capture wrapper that carried the same
+    # text (`Capture cuda graph failed: The Inner error is reported as above ...`) is learned,
+    # and the wrapper alone read like it. It ends the process, so it is an unrecognised error.
+    wrapper = (
+        "RuntimeError: The Inner error is reported as above. The process exits for this inner error, "
+        "and the current working operator name is ReshapeCacheOperation."
+    )
+    toy = Resemblance(
+        [
+            (
+                "Exception: Capture cuda graph failed: " + wrapper.removeprefix("RuntimeError: "),
+                "cuda-graph-capture-failed",
+            ),
+            (
+                "Capture cuda graph failed: the current working operator name is SelfAttentionOperation",
+                "cuda-graph-capture-failed",
+            ),
+            ("warmup of operator ReshapeCacheOperation done", BENIGN),
+        ]
+    )
+    said = wrapper.replace("ReshapeCacheOperation", "SelfAttentionOperation")
+    assert toy.classify(said.replace("is reported as above", "happened")) is not None
+    assert toy.classify(said) is None
+    triage = Triage()
+    triage.feed(
+        "logs/worker-0.out", ["Traceback (most recent call last):", '  File "x.py", line 3, in <module>', wrapper]
+    )
+    d = triage.diagnose("FAILED")
+    assert d.root_cause is not None and d.root_cause.first.generic, d.root_cause
