@@ -168,23 +168,29 @@ _STACK: Final = re.compile(
 # A comment of source code that a log prints (inductor's generated Triton kernels at E level:
 # `[22/4]     # Cast ... to int64 to avoid int32 overflow`) tells of no failure whatever its words.
 _COMMENT: Final = re.compile(r"(?:^|[\]|])\s{0,12}# (?=[A-Za-z])")
-# Python telling of a bug in code (`'_CudaDeviceProperties' object has no attribute 'total_mem'`):
+# Python telling of a bug in code (`'_CudaDeviceProperties' object has no attribute 'total_mem'`,
+# `maximum recursion depth exceeded while calling a Python object`):
 # its words name the code's objects, not what failed, so they resemble nothing. (A signature that
 # owns such a message says so in a pattern: `Capture cuda graph failed: TypeError: ...`.)
 _CODE_BUG: Final = re.compile(
     r"\bobject has no attribute\b|\bobject is not (?:callable|subscriptable|iterable)\b"
     r"|\bgot an unexpected keyword argument\b|\btakes \d{1,3} positional arguments? but\b"
+    r"|\bmaximum recursion depth exceeded\b"
     r"|\bmissing \d{1,3} required (?:positional|keyword-only) arguments?\b|\bunsupported operand type"
 )
 # A line that says it retries (or makes the thing anew: `... Recreating container...`) is on the
 # way to a failure, not one: the give-up line that may follow is the failure (`ERROR failed to
 # connect, willRetry=1, retry=1, retryLimit=3`).
 _RETRY = re.compile(r"(?i)\bretrying\b|\bre-?creating\b|\bwill (?:be )?retr(?:y|ied)\b|\bwillRetry=(?:1|true)\b")
-# A wrapper that points at the error printed above it (torch_npu's `RuntimeError: The Inner error
-# is reported as above. The process exits for this inner error, and the current working operator
-# name is SelfAttentionOperation.`) says no failure of its own: its words are those of whatever
-# operator ran, and would read like the failure some known wrapper of it carried.
-_POINTS_ABOVE = re.compile(r"(?i)\berrors? (?:is |are |was )?reported (?:as |in the logs? )?above\b")
+# A wrapper of an error printed elsewhere says no failure of its own: torch_npu's `RuntimeError: The
+# Inner error is reported as above. The process exits for this inner error, and the current working
+# operator name is SelfAttentionOperation.` (its words are those of whatever operator ran, and read
+# like the failure some known wrapper of it carried), and an exception group, whose sub-exceptions
+# follow (`ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)`).
+_CARRIER = re.compile(
+    r"(?i)\berrors? (?:is |are |was )?reported (?:as |in the logs? )?above\b"
+    r"|\bExceptionGroup: [^\n]{0,200}?\(\d{1,4} sub-exceptions?\)"
+)
 # ... and one that says it looks for failures (a harness: `Checking for RuntimeError and critical
 # errors in server logs`) reports none.
 _LOOKING = re.compile(
@@ -319,7 +325,7 @@ class Resemblance:
         # The head of a long line says what it is, and bounds the cost of a hostile one.
         head = text[:_MAX_CHARS]
         # (before numbers are masked: `willRetry=1`)
-        if says_retry(head) or says_code_bug(head) or _LOOKING.search(head) is not None or _POINTS_ABOVE.search(head):
+        if says_retry(head) or says_code_bug(head) or _LOOKING.search(head) is not None or _CARRIER.search(head):
             return None
         return self._cached(_DIGITS.sub("0", _SUCCESS_EXIT.sub(" ", head)))
 

@@ -355,7 +355,7 @@ def test_a_timeout_given_as_a_setting_says_no_failure() -> None:
     assert found is not None and found.signature_id == "health-check-timeout"
 
 
-def test_a_wrapper_that_points_at_the_error_above_is_not_named_by_its_words() -> None:
+def test_a_wrapper_of_an_error_printed_elsewhere_is_not_named_by_its_words() -> None:
     # torch_npu's wrapper names the operator that ran; the capture wrapper that carried the same
     # text (`Capture cuda graph failed: The Inner error is reported as above ...`) is learned,
     # and the wrapper alone read like it. It ends the process, so it is an unrecognised error.
@@ -385,3 +385,10 @@ def test_a_wrapper_that_points_at_the_error_above_is_not_named_by_its_words() ->
     )
     d = triage.diagnose("FAILED")
     assert d.root_cause is not None and d.root_cause.first.generic, d.root_cause
+
+
+def test_an_exception_group_is_not_named_by_its_words() -> None:
+    # starlette's wrapper of a client's disconnect in a healthy vLLM log (vllm-project/vllm#2621):
+    # its sub-exceptions follow it; `errors`, `group` and `exception` read like a watchdog's timeout.
+    line = "exceptiongroup.ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)"
+    assert all("resembles" not in f.captures for f in default_matcher().match_all(line))
