@@ -186,10 +186,13 @@ _RETRY = re.compile(r"(?i)\bretrying\b|\bre-?creating\b|\bwill (?:be )?retr(?:y|
 # Inner error is reported as above. The process exits for this inner error, and the current working
 # operator name is SelfAttentionOperation.` (its words are those of whatever operator ran, and read
 # like the failure some known wrapper of it carried), and an exception group, whose sub-exceptions
-# follow (`ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)`).
+# follow (`ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)`), and Ray's report of a
+# remote task's exception, whose traceback and the exception it carries follow
+# (`RayTaskError(AcceleratorError): ray::MegatronTrainRayActor.train() (pid=76563, ...)`).
 _CARRIER = re.compile(
     r"(?i)\berrors? (?:is |are |was )?reported (?:as |in the logs? )?above\b"
     r"|\bExceptionGroup: [^\n]{0,200}?\(\d{1,4} sub-exceptions?\)"
+    r"|\bRay(?:Task|Actor)Error\(\w{1,80}\): ray::"
 )
 # ... and one that says it looks for failures (a harness: `Checking for RuntimeError and critical
 # errors in server logs`) reports none.

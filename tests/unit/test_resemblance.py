@@ -392,3 +392,14 @@ def test_an_exception_group_is_not_named_by_its_words() -> None:
     # its sub-exceptions follow it; `errors`, `group` and `exception` read like a watchdog's timeout.
     line = "exceptiongroup.ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)"
     assert all("resembles" not in f.captures for f in default_matcher().match_all(line))
+
+
+def test_rays_report_of_a_remote_exception_is_not_named_by_its_words() -> None:
+    # (slime's trainer, THUDM/slime#1297: its actor's words read like an engine that failed to start;
+    # the traceback of the exception it carries follows)
+    line = (
+        "ray.exceptions.RayTaskError(AcceleratorError): ray::MegatronTrainRayActor.train() (pid=76563, "
+        "ip=10.1.49.166, actor_id=37d82bcbdafcda12f1eef52b02000000, repr=<slime.backends.megatron_utils."
+        "actor.MegatronTrainRayActor object at 0x7f0c2c1b2a10>)"
+    )
+    assert all("resembles" not in f.captures for f in default_matcher().match_all(line))
