@@ -11,7 +11,8 @@ teaches it too.
 It is conservative on purpose: only a line that says a failure in words (:data:`FAILURE_WORDS`
 as words of its message, not of its level, a path, a function's name or a builtin exception's
 name like `ValueError`; an error code's `Error`/`FAILED` counts), that is no line of a stack
-dump, no retry and no warning (the catalog's ``warning_lines``, checked by the matcher) is looked at,
+dump, no retry, no wrapper of an error printed elsewhere and no warning (the catalog's
+``warning_lines``, checked by the matcher) is looked at,
 the benign class starts ahead (:data:`BENIGN_HEAD_START`), a signature is named only by a
 clear margin over the runner-up (:data:`MARGIN`) and with a word of what the line is about on
 its side (not only the words that say it failed; in two of its known lines at least, short of a
@@ -328,7 +329,12 @@ class Resemblance:
         # The head of a long line says what it is, and bounds the cost of a hostile one.
         head = text[:_MAX_CHARS]
         # (before numbers are masked: `willRetry=1`)
-        if says_retry(head) or says_code_bug(head) or _LOOKING.search(head) is not None or _CARRIER.search(head):
+        if (
+            says_retry(head)
+            or says_code_bug(head)
+            or _LOOKING.search(head) is not None
+            or _CARRIER.search(head) is not None
+        ):
             return None
         return self._cached(_DIGITS.sub("0", _SUCCESS_EXIT.sub(" ", head)))
 
