@@ -1240,9 +1240,7 @@ class MatchStream:
     @property
     def inside(self) -> bool:
         """Whether a traceback (or the chain it may go on with) is open: every line counts."""
-        if self._open:
-            self._leave_stale()
-        return bool(self._open)
+        return bool(self._open)  # (left when stale as each line is matched)
 
     def _leave_stale(self) -> None:
         """Leave the tracebacks whose process has printed nothing for :data:`_STALE_LINES` lines."""
