@@ -1176,9 +1176,14 @@ _STOPPED_RE: Final = re.compile(
     r"|psutil\.NoSuchProcess: process no longer exists\b)"
 )
 # Python's report of an exception raised where it cannot propagate (a `__del__`, a callback at
-# exit): the interpreter printed it and went on.
-_IGNORED_RE: Final = re.compile(r"^Exception ignored (?:in|on|while|when)\b")
-_IGNORED_KEY: Final[str] = "Exception ignored"
+# exit): the interpreter printed it and went on; and of one that ended a thread that only reports
+# usage statistics (vLLM's `Exception in thread Thread-1 (_report_usage_worker):` when `cpuinfo`
+# cannot read its probe): the statistics are lost, the server serves on.
+_IGNORED_RE: Final = re.compile(
+    r"^(?:Exception ignored (?:in|on|while|when)\b"
+    r"|Exception in thread [^\n()]{1,100}\(\w{0,40}(?:usage|telemetry)\w{0,40}\):)"
+)
+_IGNORED_KEYS: Final = ("Exception ignored", "Exception in thread")
 TRACEBACK_OPENER: Final[str] = "recent call"
 """A line without it or :data:`FRAME_OPENER` (and outside a traceback) is matched as a line alone."""
 FRAME_OPENER: Final[str] = 'File "'
@@ -1251,7 +1256,7 @@ class MatchStream:
     def match(self, line: str) -> Finding | None:
         """The finding of this line (None for a traceback's frames)."""
         self._lines += 1
-        if _IGNORED_KEY in line:
+        if _IGNORED_KEYS[0] in line or _IGNORED_KEYS[1] in line:
             ignored_body, _, ignored_tag = strip_prefixes(line)
             if _IGNORED_RE.match(ignored_body.strip()) is not None:
                 self._ignored[ignored_tag] = self._lines

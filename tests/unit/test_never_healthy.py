@@ -100,6 +100,25 @@ def test_an_exception_python_ignored_is_no_uncaught_exception(tag: str) -> None:
     assert [o.id for o in triage.findings] == ["gpu-illegal-memory-access"]
 
 
+def test_an_exception_that_ends_a_usage_stats_thread_is_no_uncaught_exception() -> None:
+    # vLLM's usage-stats thread dies when `cpuinfo` cannot read its own probe (a healthy run of
+    # aiconfigurator's collector): the statistics are lost, the server serves on.
+    thread = [
+        "Exception in thread Thread-1 (_report_usage_worker):",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/site-packages/vllm/usage/usage_lib.py", line 217, in _report_usage_once',
+        "    info = cpuinfo.get_cpu_info()",
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+    ]
+    triage = Triage()
+    triage.feed("logs/n1_agg_w0.out", thread)
+    assert triage.findings == []
+    # another thread's death is one
+    triage = Triage()
+    triage.feed("logs/n1_agg_w0.out", ["Exception in thread Thread-3 (_serve_loop):", *thread[1:]])
+    assert [o.line_no for o in triage.findings] == [5]
+
+
 @pytest.mark.parametrize("last", ["KeyboardInterrupt", "KeyboardInterrupt: terminated"])
 def test_a_process_stopped_by_a_signal_is_no_uncaught_exception(last: str) -> None:
     # vLLM's API server turns SIGTERM into `KeyboardInterrupt("terminated")`: a stop, not a crash.

@@ -214,6 +214,7 @@ signatures:
     examples:
       - 'OSError: [Errno 122] Disk quota exceeded: /lustre/proj/ckpt/model-00001.safetensors'
       - 'write(/lustre/proj/ckpt/x.bin) failed: Disk quota exceeded (lustre project quota)'
+      - 'lfs setstripe /lustre/proj/ckpt failed: Disk quota exceeded (project quota of lustre exhausted)'
     benign:
       - 'INFO lustre quota for project inference: 71% used'
 """
