@@ -1183,7 +1183,7 @@ _IGNORED_RE: Final = re.compile(
     r"^(?:Exception ignored (?:in|on|while|when)\b"
     r"|Exception in thread [^\n()]{1,100}\(\w{0,40}(?:usage|telemetry)\w{0,40}\):)"
 )
-_IGNORED_KEYS: Final = ("Exception ignored", "Exception in thread")
+_IGNORED_KEY: Final[str] = "Exception i"  # (both reports begin so: one scan of a line)
 TRACEBACK_OPENER: Final[str] = "recent call"
 """A line without it or :data:`FRAME_OPENER` (and outside a traceback) is matched as a line alone."""
 FRAME_OPENER: Final[str] = 'File "'
@@ -1256,7 +1256,7 @@ class MatchStream:
     def match(self, line: str) -> Finding | None:
         """The finding of this line (None for a traceback's frames)."""
         self._lines += 1
-        if _IGNORED_KEYS[0] in line or _IGNORED_KEYS[1] in line:
+        if _IGNORED_KEY in line:
             ignored_body, _, ignored_tag = strip_prefixes(line)
             if _IGNORED_RE.match(ignored_body.strip()) is not None:
                 self._ignored[ignored_tag] = self._lines
