@@ -130,7 +130,9 @@ def test_a_process_stopped_by_a_signal_is_no_uncaught_exception(last: str) -> No
     ]
     triage = Triage()
     triage.feed("logs/n1_agg_w0.out", stopped)
-    assert triage.findings == []
+    # (the SIGTERM's own wording is the stop it reports: the log's teardown starts there)
+    assert [(o.id, o.stop) for o in triage.findings] == ([("stop-requested", True)] if ": terminated" in last else [])
+    assert triage.diagnose("COMPLETED").verdict == "healthy"
     # an exception of another kind in its place is one
     triage = Triage()
     triage.feed("logs/n1_agg_w0.out", [*stopped[:-1], "RuntimeError: terminated"])

@@ -325,6 +325,24 @@ def test_unknown_exception_in_srtctl_frames_is_an_orchestrator_crash(matcher: Ma
     ]
 
 
+def test_unknown_exception_raised_checking_sglang_arguments_is_a_refused_setting(matcher: Matcher) -> None:
+    # SGLang's ServerArgs.__post_init__ checks the arguments before anything starts
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", line 14, in <module>\n'
+        "    server_args = prepare_server_args(sys.argv[1:])\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/server_args.py", line 2837, in _handle_moe\n'
+        "    assert self.ep_size == self.tp_size\n"
+        "AssertionError: Expert parallelism needs the experts split evenly across ranks\n"
+    )
+    found = feed(matcher, log)
+    assert [(no, sig) for no, sig, _ in found] == [(6, "engine-bad-argument")]
+    assert found[0][2]["exception"] == "AssertionError"
+    # The same exception raised elsewhere is no argument's: an unrecognised one.
+    elsewhere = log.replace("sglang/srt/server_args.py", "sglang/srt/layers/moe/ep_moe/layer.py")
+    assert [sig for _, sig, _ in feed(matcher, elsewhere)] == ["unrecognised-exception"]
+
+
 def test_stack_dumps_are_context_and_a_truncated_traceback_ends_cleanly(matcher: Matcher) -> None:
     log = "\n".join(
         [
