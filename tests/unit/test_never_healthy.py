@@ -133,6 +133,10 @@ def test_a_process_stopped_by_a_signal_is_no_uncaught_exception(last: str) -> No
     # (the SIGTERM's own wording is the stop it reports: the log's teardown starts there)
     assert [(o.id, o.stop) for o in triage.findings] == ([("stop-requested", True)] if ": terminated" in last else [])
     assert triage.diagnose("COMPLETED").verdict == "healthy"
+    # ... whatever prefix vLLM's process writes before it
+    triage = Triage()
+    triage.feed("logs/n1_agg_w0.out", [f"(APIServer pid=7) {line}" for line in stopped])
+    assert [o.id for o in triage.findings] == (["stop-requested"] if ": terminated" in last else [])
     # an exception of another kind in its place is one
     triage = Triage()
     triage.feed("logs/n1_agg_w0.out", [*stopped[:-1], "RuntimeError: terminated"])
