@@ -189,11 +189,14 @@ _RETRY = re.compile(r"(?i)\bretrying\b|\bre-?creating\b|\bwill (?:be )?retr(?:y|
 # like the failure some known wrapper of it carried), and an exception group, whose sub-exceptions
 # follow (`ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)`), and Ray's report of a
 # remote task's exception, whose traceback and the exception it carries follow
-# (`RayTaskError(AcceleratorError): ray::MegatronTrainRayActor.train() (pid=76563, ...)`).
+# (`RayTaskError(AcceleratorError): ray::MegatronTrainRayActor.train() (pid=76563, ...)`), and pydantic's
+# header over the errors it lists on the lines below (`ValidationError: 1 validation error for ModelConfig`: the
+# next line says whether a setting was refused or a model not found).
 _CARRIER = re.compile(
     r"(?i)\berrors? (?:is |are |was )?reported (?:as |in the logs? )?above\b"
     r"|\bExceptionGroup: [^\n]{0,200}?\(\d{1,4} sub-exceptions?\)"
     r"|\bRay(?:Task|Actor)Error\(\w{1,80}\): ray::"
+    r"|\bValidationError: \d{1,4} validation errors? for \w"
 )
 # ... and one that says it looks for failures (a harness: `Checking for RuntimeError and critical
 # errors in server logs`) reports none.

@@ -406,3 +406,15 @@ def test_rays_report_of_a_remote_exception_is_not_named_by_its_words() -> None:
         "actor.MegatronTrainRayActor object at 0x7f0c2c1b2a10>)"
     )
     assert all("resembles" not in f.captures for f in default_matcher().match_all(line))
+
+
+def test_pydantics_header_is_not_named_by_its_words_but_a_config_it_refused_is_a_setting() -> None:
+    # (vLLM's ModelConfig says under it both a setting refused and a model it could not inspect or
+    # find: the line below decides, baidu/vLLM-Kunlun's log in tests/data/real-logs)
+    header = "(APIServer pid=37564) pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig"
+    assert all("resembles" not in f.captures for f in default_matcher().match_all(header))
+    assert default_matcher().match_line(header) is None
+    # any other of vLLM's configs refused a combination of settings
+    for config in ("VllmConfig", "SpeculativeConfig"):
+        finding = default_matcher().match_line(header.replace("ModelConfig", config))
+        assert finding is not None and finding.signature_id == "engine-bad-argument" and not finding.family
